@@ -1,0 +1,86 @@
+"""onellm: one message model over Anthropic, OpenAI, Gemini and OpenAI-compatible servers, exact-decimal cost on every
+call, agents and scripts as files, and tools that touch only what the host granted.
+
+The public names are imported lazily: `import onellm` stays cheap, and each subsystem (providers, YAML, templating,
+telemetry) loads on first use of one of its names.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from onellm._version import __version__
+from onellm.errors import (
+    AuthError,
+    BadDefinitionError,
+    BadRequestError,
+    BudgetExceededError,
+    BudgetKind,
+    CapabilityDeniedError,
+    CapabilityMissingError,
+    ContentFilterError,
+    ContextOverflowError,
+    InstanceLockedError,
+    MalformedResponseError,
+    ModelNotFoundError,
+    OnellmError,
+    OverloadedError,
+    ProviderError,
+    RateLimitError,
+    RefusedError,
+    RunCancelledError,
+    Secret,
+    SpendLimitReachedError,
+    TemplateError,
+    TransportError,
+    UnsupportedParameterError,
+)
+
+if TYPE_CHECKING:
+    # One line per lazily exported name, in the same order as _LAZY below.
+    pass
+
+# Public name -> module that defines it. Loaded on first attribute access.
+_LAZY: dict[str, str] = {}
+
+__all__ = [
+    "AuthError",
+    "BadDefinitionError",
+    "BadRequestError",
+    "BudgetExceededError",
+    "BudgetKind",
+    "CapabilityDeniedError",
+    "CapabilityMissingError",
+    "ContentFilterError",
+    "ContextOverflowError",
+    "InstanceLockedError",
+    "MalformedResponseError",
+    "ModelNotFoundError",
+    "OnellmError",
+    "OverloadedError",
+    "ProviderError",
+    "RateLimitError",
+    "RefusedError",
+    "RunCancelledError",
+    "Secret",
+    "SpendLimitReachedError",
+    "TemplateError",
+    "TransportError",
+    "UnsupportedParameterError",
+    "__version__",
+    *_LAZY,
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'onellm' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -1,0 +1,290 @@
+"""The typed error hierarchy and `Secret`.
+
+Every failure onellm raises derives from `OnellmError`. Provider failures derive from `ProviderError`, which carries the
+provider name and the HTTP status. API keys travel as `Secret` values, whose text never appears in a message, a repr, a
+log line or a record.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import timedelta
+from typing import Any
+
+__all__ = [
+    "AuthError",
+    "BadDefinitionError",
+    "BadRequestError",
+    "BudgetExceededError",
+    "BudgetKind",
+    "CapabilityDeniedError",
+    "CapabilityMissingError",
+    "ContentFilterError",
+    "ContextOverflowError",
+    "InstanceLockedError",
+    "MalformedResponseError",
+    "ModelNotFoundError",
+    "OnellmError",
+    "OverloadedError",
+    "ProviderError",
+    "RateLimitError",
+    "RefusedError",
+    "RunCancelledError",
+    "Secret",
+    "SpendLimitReachedError",
+    "TemplateError",
+    "TransportError",
+    "UnsupportedParameterError",
+]
+
+
+class Secret:
+    """A value that must never be shown: API keys, tokens, passwords.
+
+    `str()` and `repr()` print a mask; `reveal()` is the one way to read the value, and is meant for the single place
+    that puts it on the wire.
+    """
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        if not isinstance(value, str):
+            raise TypeError(f"Secret takes a str, not {type(value).__name__}")
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('****')"
+
+    def __str__(self) -> str:
+        return "****"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(("onellm.Secret", self._value))
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __reduce__(self) -> Any:
+        raise TypeError("a Secret cannot be pickled")
+
+    def redact(self, text: str) -> str:
+        """Return `text` with every occurrence of the secret replaced by the mask."""
+        if self._value and self._value in text:
+            return text.replace(self._value, "****")
+        return text
+
+
+class OnellmError(Exception):
+    """The root of every error onellm raises."""
+
+
+class ProviderError(OnellmError):
+    """A model provider failed the call. Carries the provider name and the HTTP status when there was one."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        status: int | None = None,
+        body: str | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.provider = provider
+        self.status = status
+        self.body = body
+        self.request_id = request_id
+
+    def __str__(self) -> str:
+        where = []
+        if self.provider:
+            where.append(self.provider)
+        if self.status is not None:
+            where.append(str(self.status))
+        return f"{self.message} ({', '.join(where)})" if where else self.message
+
+
+class _RetryAfterError(ProviderError):
+    def __init__(self, message: str, *, retry_after: timedelta | None = None, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.retry_after = retry_after
+
+
+class AuthError(ProviderError):
+    """401 or 403, or a key that is missing before anything is sent: the key is missing, wrong or not allowed."""
+
+
+class RateLimitError(_RetryAfterError):
+    """429. `retry_after` is the wait the provider asked for, when it said."""
+
+    def __init__(self, message: str, *, quota_exhausted: bool = False, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.quota_exhausted = quota_exhausted
+
+
+class OverloadedError(_RetryAfterError):
+    """503 or 529: the provider is overloaded. `retry_after` as for `RateLimitError`."""
+
+
+class ContextOverflowError(ProviderError):
+    """The request is larger than the model's context window."""
+
+
+class ContentFilterError(ProviderError):
+    """The provider's safety filter blocked the request or the response."""
+
+
+class SpendLimitReachedError(ProviderError):
+    """The account's own spending limit at the provider was reached. Never retried."""
+
+
+class BadRequestError(ProviderError):
+    """400, 404, 409, 413 or 422: the request is wrong. Never retried."""
+
+
+class TransportError(ProviderError):
+    """The connection failed or timed out."""
+
+
+class MalformedResponseError(ProviderError):
+    """The response is not what the API documents."""
+
+
+class RefusedError(ProviderError):
+    """The model declined to answer."""
+
+
+class BudgetKind(enum.Enum):
+    """Which cap a `BudgetExceededError` hit."""
+
+    SPEND = "spend"
+    INSTANCE_SPEND = "instanceSpend"
+    CALL_COST = "callCost"
+    TOKENS = "tokens"
+    TURNS = "turns"
+    TOOL_CALLS = "toolCalls"
+
+
+class BudgetExceededError(OnellmError):
+    """A spend or token cap was reached, or a call could pass one and was not sent."""
+
+    def __init__(self, message: str, *, kind: BudgetKind, limit: Any = None, spent: Any = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.limit = limit
+        self.spent = spent
+
+
+class CapabilityMissingError(OnellmError):
+    """A feature needs a package or a grant that is not present. The message names what to add."""
+
+
+class CapabilityDeniedError(OnellmError):
+    """A tool asked for something its grants do not allow: names the path, command or host and the rule that refused."""
+
+    def __init__(self, message: str, *, target: str | None = None, rule: str | None = None) -> None:
+        super().__init__(message)
+        self.target = target
+        self.rule = rule
+
+
+class BadDefinitionError(OnellmError):
+    """A definition, flow, decider, instance or catalog file is invalid. Carries the file, 1-based line and column."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+        path: str | None = None,
+    ) -> None:
+        self.detail = message
+        self.file = file
+        self.line = line
+        self.column = column
+        self.path = path
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        where = self.file or "<string>"
+        if self.line is not None:
+            where += f":{self.line}"
+            if self.column is not None:
+                where += f":{self.column}"
+        at = f" (at {self.path})" if self.path else ""
+        return f"{where}: {self.detail}{at}"
+
+
+class ModelNotFoundError(OnellmError):
+    """A model name resolves to nothing, or to several models. `candidates` lists the near or ambiguous names."""
+
+    def __init__(self, message: str, *, name: str | None = None, candidates: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.name = name
+        self.candidates = candidates
+
+
+class UnsupportedParameterError(OnellmError):
+    """The model cannot take a request parameter that cannot be stripped without changing the answer's meaning."""
+
+    def __init__(self, message: str, *, parameter: str | None = None, model: str | None = None) -> None:
+        super().__init__(message)
+        self.parameter = parameter
+        self.model = model
+
+
+class InstanceLockedError(OnellmError):
+    """Another holder has the lease on this instance."""
+
+    def __init__(self, message: str, *, instance_id: str | None = None) -> None:
+        super().__init__(message)
+        self.instance_id = instance_id
+
+
+class RunCancelledError(OnellmError):
+    """A run was cancelled. `instance` is the saved instance, with what arrived before the cancellation."""
+
+    def __init__(self, message: str, *, instance: Any = None) -> None:
+        super().__init__(message)
+        self.instance = instance
+
+
+class TemplateError(OnellmError):
+    """A template failed to parse, execute, embed, or stay within its limits.
+
+    `kind` is one of ``"parse"``, ``"execute"``, ``"embed"``, ``"limit"``; `line` and `column` are 1-based, `offset` is
+    the byte offset in the template's original text.
+    """
+
+    def __init__(
+        self,
+        detail: str,
+        *,
+        kind: str,
+        name: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+        offset: int | None = None,
+    ) -> None:
+        self.detail = detail
+        self.kind = kind
+        self.name = name
+        self.line = line
+        self.column = column
+        self.offset = offset
+        where = name or "template"
+        if line is not None:
+            where += f":{line}"
+            if column is not None:
+                where += f":{column}"
+        super().__init__(f"{where}: {kind} error: {detail}")
