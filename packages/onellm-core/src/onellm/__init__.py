@@ -5,9 +5,7 @@ The public names are imported lazily: `import onellm` stays cheap, and each subs
 telemetry) loads on first use of one of its names.
 """
 
-from __future__ import annotations
-
-import importlib
+import importlib as _importlib
 from typing import TYPE_CHECKING, Any
 
 from onellm._version import __version__
@@ -77,10 +75,13 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'onellm' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(_importlib.import_module(module), name)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
+
+
+del TYPE_CHECKING, Any

@@ -1,0 +1,49 @@
+"""Cold `import onellm` time: the median over fresh interpreter processes, with interpreter start-up subtracted.
+
+    uv run python bench/import_time.py [--runs 15]
+
+Budget: under 150 ms. Peers for comparison, when installed (the `bench` dependency group): openai, anthropic,
+google.genai, litellm. Each figure is wall time of `python -c "import X"` minus `python -c "pass"`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import statistics
+import subprocess
+import sys
+import time
+
+MODULES = ["onellm", "httpx", "msgspec", "openai", "anthropic", "google.genai", "litellm"]
+
+
+def wall(code: str) -> float:
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+    return time.perf_counter() - started
+
+
+def median_ms(code: str, runs: int) -> float:
+    return statistics.median(wall(code) for _ in range(runs)) * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--only", nargs="*", default=None)
+    args = parser.parse_args()
+    baseline = median_ms("pass", args.runs)
+    print(f"interpreter start-up: {baseline:.1f} ms (subtracted below)")
+    print(f"{'import':<16} {'median':>10}")
+    for module in args.only or MODULES:
+        top = module.split(".")[0]
+        if importlib.util.find_spec(top) is None:
+            print(f"{module:<16} {'not installed':>10}")
+            continue
+        wall_ms = median_ms(f"import {module}", args.runs) - baseline
+        print(f"{module:<16} {wall_ms:>8.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
