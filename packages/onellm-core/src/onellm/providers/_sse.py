@@ -1,0 +1,219 @@
+"""An incremental server-sent events reader over bytes.
+
+Lines end in LF, CRLF or CR; a blank line dispatches the event; `:` starts a comment; several `data:` lines join with
+LF; `retry:` takes digits only; unknown fields are ignored (the WHATWG event-stream rules). Event data stays bytes, so a
+JSON payload is decoded by msgspec straight from the receive buffer without a detour through `str`.
+
+Two rules are stricter than a browser's, because a model's answer must not be silently cut short: a stream that ends
+inside an event is `MalformedResponseError`, and so is an event larger than the reader's limit (memory stays bounded
+whatever the server sends).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+
+from onellm.errors import MalformedResponseError
+
+__all__ = ["DEFAULT_MAX_EVENT_BYTES", "SseDecoder", "SseEvent", "aiter_sse", "iter_sse"]
+
+DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
+
+
+class SseEvent:
+    """One dispatched event. `data` is the joined data lines as bytes; `event` is None when the stream named none."""
+
+    __slots__ = ("data", "event", "id", "retry")
+
+    def __init__(self, data: bytes, event: str | None = None, id: str | None = None, retry: int | None = None) -> None:
+        self.data = data
+        self.event = event
+        self.id = id
+        self.retry = retry
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SseEvent):
+            return NotImplemented
+        return (self.data, self.event, self.id, self.retry) == (other.data, other.event, other.id, other.retry)
+
+    def __hash__(self) -> int:
+        return hash((self.data, self.event, self.id, self.retry))
+
+    def __repr__(self) -> str:
+        return f"SseEvent(event={self.event!r}, data={self.data!r}, id={self.id!r}, retry={self.retry!r})"
+
+
+class SseDecoder:
+    """Feed bytes as they arrive, get the events they complete; `close()` at the end of the stream.
+
+    The decoder keeps only the unfinished line and the unfinished event, so memory is bounded by `max_event_bytes`.
+    """
+
+    __slots__ = (
+        "_buffer",
+        "_cr_seen",
+        "_data",
+        "_event",
+        "_id",
+        "_last_id",
+        "_max",
+        "_pending",
+        "_provider",
+        "_retry",
+        "_size",
+    )
+
+    def __init__(self, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, provider: str | None = None) -> None:
+        self._buffer = b""
+        self._cr_seen = False
+        self._data: list[bytes] = []
+        self._event: str | None = None
+        self._id: str | None = None
+        self._last_id: str | None = None
+        self._retry: int | None = None
+        self._pending = False  # a field line has been read since the last dispatch
+        self._size = 0
+        self._max = max_event_bytes
+        self._provider = provider
+
+    @property
+    def last_event_id(self) -> str | None:
+        """The last `id:` the stream set, for a reconnecting client's `Last-Event-ID` header."""
+        return self._last_id
+
+    def feed(self, chunk: bytes) -> list[SseEvent]:
+        if not chunk:
+            return []
+        buffer = self._buffer + chunk if self._buffer else chunk
+        events: list[SseEvent] = []
+        if not self._cr_seen and b"\r" in chunk:
+            self._cr_seen = True
+        position = self._lines_lf(buffer, events) if not self._cr_seen else self._lines_any(buffer, events, final=False)
+        rest = buffer[position:]
+        if len(rest) + self._size > self._max:
+            self._too_large()
+        self._buffer = rest
+        return events
+
+    def close(self) -> list[SseEvent]:
+        """End of stream: a line without its terminator still counts, but an event never closed by a blank line fails."""
+        events: list[SseEvent] = []
+        if self._buffer:
+            buffer, self._buffer = self._buffer, b""
+            position = self._lines_any(buffer, events, final=True)
+            if position < len(buffer):
+                self._line(buffer[position:], events)
+        if self._pending:
+            self._reset()
+            raise MalformedResponseError("the event stream ended inside an event", provider=self._provider)
+        return events
+
+    # -- line splitting -------------------------------------------------------------------------------------------
+
+    def _lines_lf(self, buffer: bytes, events: list[SseEvent]) -> int:
+        position = 0
+        find = buffer.find
+        line = self._line
+        while True:
+            end = find(b"\n", position)
+            if end < 0:
+                return position
+            line(buffer[position:end], events)
+            position = end + 1
+
+    def _lines_any(self, buffer: bytes, events: list[SseEvent], *, final: bool) -> int:
+        position = 0
+        size = len(buffer)
+        while position < size:
+            lf = buffer.find(b"\n", position)
+            limit = lf if lf >= 0 else size
+            cr = buffer.find(b"\r", position, limit)
+            if cr >= 0:
+                if cr + 1 == size and not final:
+                    return position  # a CR at the very end may be the first half of CRLF: wait for the next byte
+                self._line(buffer[position:cr], events)
+                position = cr + 2 if cr + 1 < size and buffer[cr + 1] == 10 else cr + 1
+            elif lf >= 0:
+                self._line(buffer[position:lf], events)
+                position = lf + 1
+            else:
+                return position
+        return position
+
+    # -- fields ---------------------------------------------------------------------------------------------------
+
+    def _line(self, line: bytes, events: list[SseEvent]) -> None:
+        if not line:
+            if self._data:
+                events.append(self._dispatch())
+            else:
+                self._reset()
+            return
+        if line[0] == 58:  # ":" comment
+            return
+        self._pending = True
+        colon = line.find(b":")
+        if colon < 0:
+            name, value = line, b""
+        else:
+            name = line[:colon]
+            value = line[colon + 2 :] if line[colon + 1 : colon + 2] == b" " else line[colon + 1 :]
+        if name == b"data":
+            self._size += len(value) + 1
+            if self._size > self._max:
+                self._too_large()
+            self._data.append(value)
+        elif name == b"event":
+            self._event = self._text(value, "event")
+        elif name == b"id":
+            if b"\x00" not in value:
+                self._id = self._text(value, "id")
+                self._last_id = self._id
+        elif name == b"retry" and value.isdigit():
+            self._retry = int(value)
+
+    def _dispatch(self) -> SseEvent:
+        data = self._data[0] if len(self._data) == 1 else b"\n".join(self._data)
+        event = SseEvent(data, self._event, self._id, self._retry)
+        self._reset()
+        return event
+
+    def _reset(self) -> None:
+        self._data = []
+        self._event = None
+        self._retry = None
+        self._pending = False
+        self._size = 0
+
+    def _text(self, value: bytes, field: str) -> str:
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise MalformedResponseError(
+                f"the event stream's {field!r} field is not valid UTF-8", provider=self._provider
+            ) from error
+
+    def _too_large(self) -> None:
+        self._reset()
+        self._buffer = b""
+        raise MalformedResponseError(
+            f"an event in the stream is larger than {self._max} bytes", provider=self._provider
+        )
+
+
+def iter_sse(chunks: Iterable[bytes], **options: object) -> Iterator[SseEvent]:
+    """The events of a whole byte stream given as chunks."""
+    decoder = SseDecoder(**options)  # type: ignore[arg-type]
+    for chunk in chunks:
+        yield from decoder.feed(chunk)
+    yield from decoder.close()
+
+
+async def aiter_sse(chunks: AsyncIterable[bytes], **options: object) -> AsyncIterator[SseEvent]:
+    """The events of a byte stream as it arrives (for example `response.aiter_raw()`)."""
+    decoder = SseDecoder(**options)  # type: ignore[arg-type]
+    async for chunk in chunks:
+        for event in decoder.feed(chunk):
+            yield event
+    for event in decoder.close():
+        yield event
