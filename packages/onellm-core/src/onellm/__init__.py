@@ -37,10 +37,26 @@ from onellm.errors import (
 
 if TYPE_CHECKING:
     # One line per lazily exported name, in the same order as _LAZY below.
-    pass
+    from onellm.clock import Clock as Clock
+    from onellm.clock import FakeClock as FakeClock
+    from onellm.clock import SystemClock as SystemClock
+    from onellm.providers import RetryPolicy as RetryPolicy
+    from onellm.messages import CallWarning as CallWarning
+    from onellm.messages import Cost as Cost
+    from onellm.messages import CostLine as CostLine
+    from onellm.messages import Usage as Usage
 
 # Public name -> module that defines it. Loaded on first attribute access.
-_LAZY: dict[str, str] = {}
+_LAZY: dict[str, str] = {
+    "Clock": "onellm.clock",
+    "FakeClock": "onellm.clock",
+    "SystemClock": "onellm.clock",
+    "RetryPolicy": "onellm.providers",
+    "CallWarning": "onellm.messages",
+    "Cost": "onellm.messages",
+    "CostLine": "onellm.messages",
+    "Usage": "onellm.messages",
+}
 
 __all__ = [
     "AuthError",

@@ -1,0 +1,160 @@
+"""Shared machinery of the message model: the model base class, key layout, and plain-value checks.
+
+Every model object reads from and writes to plain data (str, bool, int, Decimal, None, list, dict). Keys the model
+does not know are kept in `extra`, in the order they were read, and written back at the same level.
+
+**Key layout.** An object read by `from_data` remembers the keys it was read with, in their order (`_keys`). `to_data`
+then writes the keys in that order, writes a known key that was present even when it holds its default value (so an
+empty list written stays an empty list), and leaves out a defaulted key that was absent. Objects built in code have no
+layout and write the canonical shape: known keys in the order of `spec/messages.md`, defaults omitted, extension keys
+last. The layout is not part of equality: two objects with the same values are equal whatever order their keys had.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import Decimal, InvalidOperation
+from typing import Any, ClassVar
+
+import msgspec
+
+from onellm.errors import BadDefinitionError
+
+__all__ = ["Model"]
+
+
+class Model(msgspec.Struct, kw_only=True, dict=True, repr_omit_defaults=True):
+    """Base of the message model objects: keyword-only fields, equality by value, a key layout outside equality."""
+
+    _keys: ClassVar[tuple[str, ...] | None] = None
+
+
+def set_layout(obj: Model, keys: tuple[str, ...]) -> None:
+    """Remember the keys `obj` was read with (see the module docstring)."""
+    obj.__dict__["_keys"] = keys
+
+
+def relayout(out: dict[str, Any], defaults: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """Reorder a canonical `out` by a remembered key layout.
+
+    `defaults` maps each known key to the plain value it has when at its default. A key present in the layout is
+    written (with its default value when the canonical form left it out); a key absent from the layout is written only
+    when its value differs from its default; keys new since reading follow in canonical order.
+    """
+    result: dict[str, Any] = {}
+    for key in keys:
+        if key in out:
+            result[key] = out[key]
+        elif key in defaults:
+            result[key] = defaults[key]
+    if len(result) != len(out):
+        for key, value in out.items():
+            if key in result:
+                continue
+            if key in defaults and key not in keys and _same(value, defaults[key]):
+                continue
+            result[key] = value
+    return result
+
+
+def _same(value: Any, default: Any) -> bool:
+    return type(value) is type(default) and bool(value == default)
+
+
+def bad(path: str, message: str) -> BadDefinitionError:
+    """The typed error for bad message data at `path`."""
+    return BadDefinitionError(message, path=path)
+
+
+def type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float | Decimal):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    return type(value).__name__
+
+
+def need_mapping(value: Any, path: str) -> Mapping[str, Any]:
+    if isinstance(value, Mapping):
+        return value
+    raise bad(path, f"expected a mapping, found {type_name(value)}")
+
+
+def need_list(value: Any, path: str) -> list[Any]:
+    if type(value) is list:
+        return value
+    if isinstance(value, list | tuple):
+        return list(value)
+    raise bad(path, f"expected a list, found {type_name(value)}")
+
+
+def opt_str(value: Any, path: str) -> str | None:
+    if value is None or type(value) is str:
+        return value
+    raise bad(path, f"expected a string, found {type_name(value)}")
+
+
+def need_str(value: Any, path: str) -> str:
+    if type(value) is str:
+        return value
+    raise bad(path, f"expected a string, found {type_name(value)}")
+
+
+def opt_bool(value: Any, path: str) -> bool:
+    if value is None:
+        return False
+    if value is True or value is False:
+        return value
+    raise bad(path, f"expected true or false, found {type_name(value)}")
+
+
+def need_int(value: Any, path: str) -> int:
+    if value is None:
+        return 0
+    if type(value) is int:
+        return value
+    if isinstance(value, Decimal | float) and not isinstance(value, bool) and value == int(value):
+        return int(value)
+    raise bad(path, f"expected a whole number, found {type_name(value)}")
+
+
+def to_decimal(value: Any, path: str) -> Decimal:
+    """An exact decimal from a plain number (a float goes through its shortest text, never its binary value)."""
+    if type(value) is Decimal:
+        if not value.is_finite():
+            raise bad(path, "expected a finite number")
+        return value
+    if type(value) is int:
+        return Decimal(value)
+    if type(value) is float:
+        if value != value or value in (float("inf"), float("-inf")):
+            raise bad(path, "expected a finite number")
+        return Decimal(repr(value))
+    if type(value) is str:
+        try:
+            parsed = Decimal(value.strip())
+        except InvalidOperation:
+            raise bad(path, f"expected a number, found the string {value!r}") from None
+        if not parsed.is_finite():
+            raise bad(path, "expected a finite number")
+        return parsed
+    raise bad(path, f"expected a number, found {type_name(value)}")
+
+
+def opt_decimal(value: Any, path: str) -> Decimal | None:
+    return None if value is None else to_decimal(value, path)
+
+
+def quantity(value: Any, path: str) -> int | Decimal:
+    """A counter value: an integer stays an integer, anything else becomes an exact decimal."""
+    if type(value) is int:
+        return value
+    return to_decimal(value, path)
