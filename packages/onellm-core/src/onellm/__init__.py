@@ -45,6 +45,10 @@ if TYPE_CHECKING:
     from onellm.messages import Cost as Cost
     from onellm.messages import CostLine as CostLine
     from onellm.messages import Usage as Usage
+    from onellm.tools import Tool as Tool
+    from onellm.tools import ToolContext as ToolContext
+    from onellm.tools import ToolResult as ToolResult
+    from onellm.tools import tool as tool
 
 # Public name -> module that defines it. Loaded on first attribute access.
 _LAZY: dict[str, str] = {
@@ -56,6 +60,10 @@ _LAZY: dict[str, str] = {
     "Cost": "onellm.messages",
     "CostLine": "onellm.messages",
     "Usage": "onellm.messages",
+    "Tool": "onellm.tools",
+    "ToolContext": "onellm.tools",
+    "ToolResult": "onellm.tools",
+    "tool": "onellm.tools",
 }
 
 __all__ = [

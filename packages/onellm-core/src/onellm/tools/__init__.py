@@ -1,0 +1,23 @@
+"""Tools the model can call: `@tool`, `Tool`, the call's `ToolContext` and its `ToolResult`.
+
+A tool is a plain function (sync or async); its parameters become a closed JSON Schema object by the rules in
+`docs/tool-schemas.md`, and `Tool.invoke` turns every failure of the tool into an error result the model reads.
+`json_schema_for` is the same type-to-schema code, for structured output.
+"""
+
+from onellm.tools._schema import ArgumentError, JsonType, compile_type, json_schema_for, to_json_value
+from onellm.tools._tool import GRANT_KINDS, Tool, ToolContext, ToolResult, to_parts, tool
+
+__all__ = [
+    "GRANT_KINDS",
+    "ArgumentError",
+    "JsonType",
+    "Tool",
+    "ToolContext",
+    "ToolResult",
+    "compile_type",
+    "json_schema_for",
+    "to_json_value",
+    "to_parts",
+    "tool",
+]
