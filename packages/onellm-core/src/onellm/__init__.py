@@ -40,11 +40,24 @@ if TYPE_CHECKING:
     from onellm.clock import Clock as Clock
     from onellm.clock import FakeClock as FakeClock
     from onellm.clock import SystemClock as SystemClock
-    from onellm.providers import RetryPolicy as RetryPolicy
+    from onellm.messages import Annotation as Annotation
+    from onellm.messages import AssetPart as AssetPart
     from onellm.messages import CallWarning as CallWarning
     from onellm.messages import Cost as Cost
     from onellm.messages import CostLine as CostLine
+    from onellm.messages import FileRefPart as FileRefPart
+    from onellm.messages import HostedToolCallPart as HostedToolCallPart
+    from onellm.messages import JsonPart as JsonPart
+    from onellm.messages import Message as Message
+    from onellm.messages import MessageSource as MessageSource
+    from onellm.messages import ProviderPart as ProviderPart
+    from onellm.messages import ReasoningPart as ReasoningPart
+    from onellm.messages import RefusalPart as RefusalPart
+    from onellm.messages import TextPart as TextPart
+    from onellm.messages import Timestamp as Timestamp
+    from onellm.messages import ToolCall as ToolCall
     from onellm.messages import Usage as Usage
+    from onellm.providers import RetryPolicy as RetryPolicy
     from onellm.tools import Tool as Tool
     from onellm.tools import ToolContext as ToolContext
     from onellm.tools import ToolResult as ToolResult
@@ -60,6 +73,19 @@ _LAZY: dict[str, str] = {
     "Cost": "onellm.messages",
     "CostLine": "onellm.messages",
     "Usage": "onellm.messages",
+    "Annotation": "onellm.messages",
+    "AssetPart": "onellm.messages",
+    "FileRefPart": "onellm.messages",
+    "HostedToolCallPart": "onellm.messages",
+    "JsonPart": "onellm.messages",
+    "Message": "onellm.messages",
+    "MessageSource": "onellm.messages",
+    "ProviderPart": "onellm.messages",
+    "ReasoningPart": "onellm.messages",
+    "RefusalPart": "onellm.messages",
+    "TextPart": "onellm.messages",
+    "Timestamp": "onellm.messages",
+    "ToolCall": "onellm.messages",
     "Tool": "onellm.tools",
     "ToolContext": "onellm.tools",
     "ToolResult": "onellm.tools",

@@ -1,0 +1,590 @@
+"""Messages, tool calls and message sources, and the order index (`spec/messages.md`).
+
+In memory a message's assistant side is one ordered sequence of parts (`Message.assistant`, reasoning and refusals
+included), with each tool call placed in it by `ToolCall.after`, the number of assistant entries before the call. On
+disk the sequence is split into `reasoning`, `assistant` and `extraParts`, and `partOrder` says how to put it back
+together. The index is written only when the order is not the default (all reasoning, then all assistant parts, then
+all tool calls); a missing or stale index means the default order; the lists themselves are never reordered or padded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+import msgspec
+
+from onellm.messages._base import (
+    Model,
+    bad,
+    need_list,
+    need_mapping,
+    opt_bool,
+    opt_decimal,
+    opt_str,
+    relayout,
+    set_layout,
+    type_name,
+)
+from onellm.messages._parts import (
+    AssetPart,
+    FromPart,
+    Part,
+    ReasoningPart,
+    TextPart,
+    part_from_data,
+    reasoning_entry_from_data,
+)
+from onellm.messages._time import Timestamp
+from onellm.messages._usage import CostLine, Usage
+
+__all__ = ["Message", "MessageSource", "ToolCall"]
+
+
+def _parts(value: Any, path: str) -> list[Part]:
+    if value is None:
+        return []
+    items = need_list(value, path)
+    return [part_from_data(item, f"{path}[{i}]") for i, item in enumerate(items)]
+
+
+class ToolCall(Model, kw_only=True):
+    """A client tool call made in a turn, with its result once it ran."""
+
+    id: str | None = None
+    """The call id the model gave (absent in a definition's initial prompts)."""
+    tool: str
+    """The tool's name."""
+    routine: str | None = None
+    """The tool source (routine) the tool came from."""
+    inputs: dict[str, Any] = msgspec.field(default_factory=dict)
+    """The arguments, key order kept."""
+    invalid_inputs: str | None = None
+    """The argument text as the model sent it, when it was not a JSON object (kept, never dropped)."""
+    result: list[Part] | None = None
+    """The result parts; None while the call has not run."""
+    is_error: bool = False
+    """True when the tool failed; `result` then says why."""
+    cost: Decimal | None = None
+    """What the call cost, exact USD."""
+    cost_lines: list[CostLine] = msgspec.field(default_factory=list)
+    """The line items behind `cost`."""
+    when: str | None = None
+    """A template deciding whether the call runs (initial prompts)."""
+    injected: bool = False
+    """True when the runtime injected the call rather than the model asking for it."""
+    injected_by: str | None = None
+    """What injected it (a hook, a monitor, the ask-user answer, ...)."""
+    after: int | None = None
+    """How many assistant entries precede the call in the turn; None places it after all of them."""
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+    """Keys this version does not know, written back unchanged."""
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any], path: str = "toolCall") -> ToolCall:
+        """Read a tool call from plain data. `after` is not on disk; the message's order index sets it."""
+        d = need_mapping(data, path)
+        tool = d.get("tool")
+        if type(tool) is not str:
+            raise bad(f"{path}.tool", "a tool call needs a tool name" if tool is None else "expected a string")
+        call = cls(tool=tool)
+        extra: dict[str, Any] = {}
+        for key, value in d.items():
+            if key == "tool":
+                continue
+            if key == "id":
+                call.id = opt_str(value, f"{path}.id")
+            elif key == "inputs":
+                if value is not None:
+                    inputs = need_mapping(value, f"{path}.inputs")
+                    call.inputs = inputs if type(inputs) is dict else dict(inputs)
+            elif key == "result":
+                call.result = _read_result(call, value, f"{path}.result")
+            elif key == "isError":
+                call.is_error = opt_bool(value, f"{path}.isError")
+            elif key == "cost":
+                call.cost = opt_decimal(value, f"{path}.cost")
+            elif key == "costLines":
+                if value is not None:
+                    lpath = f"{path}.costLines"
+                    call.cost_lines = [
+                        CostLine.from_data(item, f"{lpath}[{i}]") for i, item in enumerate(need_list(value, lpath))
+                    ]
+            elif key == "routine":
+                call.routine = opt_str(value, f"{path}.routine")
+            elif key == "invalidInputs":
+                call.invalid_inputs = opt_str(value, f"{path}.invalidInputs")
+            elif key == "when":
+                call.when = opt_str(value, f"{path}.when")
+            elif key == "injected":
+                call.injected = opt_bool(value, f"{path}.injected")
+            elif key == "injectedBy":
+                call.injected_by = opt_str(value, f"{path}.injectedBy")
+            else:
+                extra[key] = value
+        call.extra = extra
+        set_layout(call, tuple(d))
+        return call
+
+    def to_data(self) -> dict[str, Any]:
+        """The tool call as plain data (without `after`, which the message's order index carries)."""
+        out: dict[str, Any] = {}
+        if self.id is not None:
+            out["id"] = self.id
+        out["tool"] = self.tool
+        if self.routine is not None:
+            out["routine"] = self.routine
+        out["inputs"] = self.inputs
+        if self.invalid_inputs is not None:
+            out["invalidInputs"] = self.invalid_inputs
+        if self.result is not None:
+            out["result"] = _write_result(self)
+        if self.is_error:
+            out["isError"] = True
+        if self.cost is not None:
+            out["cost"] = self.cost
+        if self.cost_lines:
+            out["costLines"] = [line.to_data() for line in self.cost_lines]
+        if self.when is not None:
+            out["when"] = self.when
+        if self.injected:
+            out["injected"] = True
+        if self.injected_by is not None:
+            out["injectedBy"] = self.injected_by
+        if self.extra:
+            out.update(self.extra)
+        keys = self._keys
+        if keys is not None:
+            return relayout(out, _TOOL_CALL_DEFAULTS, keys)
+        return out
+
+
+_TOOL_CALL_DEFAULTS: dict[str, Any] = {
+    "id": None,
+    "routine": None,
+    "inputs": {},
+    "invalidInputs": None,
+    "result": None,
+    "isError": False,
+    "cost": None,
+    "costLines": [],
+    "when": None,
+    "injected": False,
+    "injectedBy": None,
+}
+
+
+def _read_result(call: ToolCall, value: Any, path: str) -> list[Part] | None:
+    # The spec's shape is a list of parts. Hand-written files also give one part, or a bare string; the shape is
+    # remembered so that such a file is written back as it was.
+    if value is None:
+        return None
+    if type(value) is str:
+        call.__dict__["_result_shape"] = "text"
+        return [TextPart(value)]
+    if isinstance(value, Mapping):
+        call.__dict__["_result_shape"] = "part"
+        return [part_from_data(value, path)]
+    return _parts(value, path)
+
+
+def _write_result(call: ToolCall) -> Any:
+    result = call.result
+    assert result is not None
+    shape = call.__dict__.get("_result_shape")
+    if shape is not None and len(result) == 1:
+        only = result[0]
+        if shape == "text" and type(only) is TextPart and not only.annotations and not only.extra:
+            return only.text
+        if shape == "part":
+            return only.to_data()
+    return [p.to_data() for p in result]
+
+
+class MessageSource(Model, kw_only=True):
+    """Who produced a message: `user`, `api`, `agent`, `monitor`, `runtime`, ..."""
+
+    kind: str | None = None
+    """The kind of producer."""
+    name: str | None = None
+    """Which one (an agent's or monitor's name, a user id)."""
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+    """Keys this version does not know (instance ids, run ids, ...), written back unchanged."""
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any], path: str = "source") -> MessageSource:
+        """Read a message source from plain data."""
+        d = need_mapping(data, path)
+        src = cls()
+        extra: dict[str, Any] = {}
+        for key, value in d.items():
+            if key == "kind":
+                src.kind = opt_str(value, f"{path}.kind")
+            elif key == "name":
+                src.name = opt_str(value, f"{path}.name")
+            else:
+                extra[key] = value
+        src.extra = extra
+        set_layout(src, tuple(d))
+        return src
+
+    def to_data(self) -> dict[str, Any]:
+        """The source as plain data."""
+        out: dict[str, Any] = {}
+        if self.kind is not None:
+            out["kind"] = self.kind
+        if self.name is not None:
+            out["name"] = self.name
+        if self.extra:
+            out.update(self.extra)
+        keys = self._keys
+        if keys is not None:
+            return relayout(out, {"kind": None, "name": None}, keys)
+        return out
+
+
+def _home(part: Part) -> str:
+    """The disk list a part of the assistant sequence goes to by default: `r`, `a` or `x` (extraParts)."""
+    t = type(part)
+    if t is TextPart or t is AssetPart or t is FromPart:
+        return "a"
+    if t is ReasoningPart:
+        return "r"
+    return "x"
+
+
+class Message(Model, kw_only=True):
+    """One conversation turn."""
+
+    id: str | None = None
+    """The message id (the runtime stamps one when the message enters an instance)."""
+    user: list[Part] = msgspec.field(default_factory=list)
+    """Content from the user."""
+    assistant: list[Part] = msgspec.field(default_factory=list)
+    """Content from the model, in order: text, reasoning, refusals, hosted tool calls, ..."""
+    tool_calls: list[ToolCall] = msgspec.field(default_factory=list)
+    """Client tool calls made in this turn, each placed in `assistant` by its `after`."""
+    date_time: Timestamp | None = None
+    """When the turn happened (an aware `datetime` or RFC 3339 text given here becomes a `Timestamp`)."""
+    source: MessageSource | None = None
+    """Who produced the message."""
+    cache: bool = False
+    """A cache breakpoint after this message."""
+    usage: Usage | None = None
+    """Tokens and cost of the call that produced the message."""
+    when: str | None = None
+    """A template deciding whether the message is used (initial prompts)."""
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+    """Keys this version does not know, written back unchanged."""
+
+    def __post_init__(self) -> None:
+        stamp: Any = self.date_time
+        if stamp is not None and type(stamp) is not Timestamp:
+            if isinstance(stamp, datetime | str):
+                try:
+                    self.date_time = Timestamp.coerce(stamp)
+                except ValueError as exc:
+                    raise bad("message.dateTime", str(exc)) from None
+            else:
+                raise TypeError(f"date_time takes a Timestamp, an aware datetime or RFC 3339 text, not {stamp!r}")
+        if self.tool_calls:
+            n = len(self.assistant)
+            for call in self.tool_calls:
+                after = call.after
+                if after is not None:
+                    if after < 0:
+                        raise ValueError(f"tool call {call.id or call.tool!r}: after must be zero or more")
+                    if after >= n:
+                        call.after = None
+
+    @property
+    def reasoning(self) -> list[ReasoningPart]:
+        """The reasoning parts of the assistant side, in order."""
+        return [p for p in self.assistant if type(p) is ReasoningPart]
+
+    @property
+    def text(self) -> str:
+        """The assistant's text parts joined together."""
+        return "".join(p.text for p in self.assistant if type(p) is TextPart)
+
+    @property
+    def user_text(self) -> str:
+        """The user's text parts joined together."""
+        return "".join(p.text for p in self.user if type(p) is TextPart)
+
+    def entries(self) -> list[Part | ToolCall]:
+        """The assistant side as one sequence: parts with the tool calls placed among them by `after`."""
+        calls = self.tool_calls
+        if not calls:
+            return list(self.assistant)
+        n = len(self.assistant)
+        at: dict[int, list[ToolCall]] = {}
+        for call in calls:
+            pos = n if call.after is None or call.after > n else call.after
+            at.setdefault(pos, []).append(call)
+        result: list[Part | ToolCall] = []
+        for i, part in enumerate(self.assistant):
+            if i in at:
+                result.extend(at[i])
+            result.append(part)
+        result.extend(at.get(n, ()))
+        return result
+
+    # -- reading ---------------------------------------------------------------------------------------------------
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any], path: str = "message") -> Message:
+        """Read a message from plain data (the shape of `spec/messages.md`, as YAML or JSON carry it).
+
+        Raises:
+            BadDefinitionError: a value has the wrong type or shape; `path` names where (`message.toolCalls[0].id`).
+        """
+        d = need_mapping(data, path)
+        msg = cls()
+        extra: dict[str, Any] = {}
+        a_raw: Any = None
+        r_raw: Any = None
+        x_raw: Any = None
+        order: Any = None
+        calls: list[ToolCall] = []
+        for key, value in d.items():
+            if key == "id":
+                msg.id = opt_str(value, f"{path}.id")
+            elif key == "user":
+                msg.user = _parts(value, f"{path}.user")
+            elif key == "assistant":
+                a_raw = value
+            elif key == "toolCalls":
+                if value is not None:
+                    tpath = f"{path}.toolCalls"
+                    calls = [
+                        ToolCall.from_data(item, f"{tpath}[{i}]") for i, item in enumerate(need_list(value, tpath))
+                    ]
+            elif key == "reasoning":
+                r_raw = value
+            elif key == "dateTime":
+                msg.date_time = _read_timestamp(value, f"{path}.dateTime")
+            elif key == "source":
+                msg.source = None if value is None else MessageSource.from_data(value, f"{path}.source")
+            elif key == "cache":
+                msg.cache = opt_bool(value, f"{path}.cache")
+            elif key == "usage":
+                msg.usage = None if value is None else Usage.from_data(value, f"{path}.usage")
+            elif key == "when":
+                msg.when = opt_str(value, f"{path}.when")
+            elif key == "partOrder":
+                order = value
+            elif key == "extraParts":
+                x_raw = value
+            else:
+                extra[key] = value
+        msg.extra = extra
+        msg.tool_calls = calls
+        a_list = _parts(a_raw, f"{path}.assistant")
+        if r_raw is None:
+            r_list: list[Part] = []
+        else:
+            rpath = f"{path}.reasoning"
+            r_list = [
+                reasoning_entry_from_data(item, f"{rpath}[{i}]") for i, item in enumerate(need_list(r_raw, rpath))
+            ]
+        x_list = _parts(x_raw, f"{path}.extraParts")
+        _assemble(msg, a_list, r_list, x_list, calls, order)
+        set_layout(msg, tuple(d))
+        return msg
+
+    # -- writing ---------------------------------------------------------------------------------------------------
+
+    def to_data(self) -> dict[str, Any]:
+        """The message as plain data: camelCase keys in the spec's order, the order index only when needed."""
+        out: dict[str, Any] = {}
+        if self.id is not None:
+            out["id"] = self.id
+        if self.user:
+            out["user"] = [p.to_data() for p in self.user]
+        keys = self._keys
+        a_out, r_out, x_out, part_order = _split(self, keys is not None and "partOrder" in keys)
+        if a_out:
+            out["assistant"] = a_out
+        if self.tool_calls:
+            out["toolCalls"] = [call.to_data() for call in self.tool_calls]
+        if r_out:
+            out["reasoning"] = r_out
+        if self.date_time is not None:
+            out["dateTime"] = self.date_time.text
+        if self.source is not None:
+            out["source"] = self.source.to_data()
+        if self.cache:
+            out["cache"] = True
+        if self.usage is not None:
+            out["usage"] = self.usage.to_data()
+        if self.when is not None:
+            out["when"] = self.when
+        if part_order is not None:
+            out["partOrder"] = part_order
+        if x_out:
+            out["extraParts"] = x_out
+        if self.extra:
+            out.update(self.extra)
+        if keys is not None:
+            return relayout(out, _MESSAGE_DEFAULTS, keys)
+        return out
+
+
+_MESSAGE_DEFAULTS: dict[str, Any] = {
+    "id": None,
+    "user": [],
+    "assistant": [],
+    "toolCalls": [],
+    "reasoning": [],
+    "dateTime": None,
+    "source": None,
+    "cache": False,
+    "usage": None,
+    "when": None,
+    "extraParts": [],
+}
+
+
+def _read_timestamp(value: Any, path: str) -> Timestamp | None:
+    if value is None:
+        return None
+    if type(value) is str:
+        try:
+            return Timestamp(value)
+        except ValueError as exc:
+            raise bad(path, str(exc)) from None
+    if isinstance(value, datetime):
+        # A YAML loader that resolves timestamps hands over a datetime; keep what it holds.
+        try:
+            return Timestamp.from_datetime(value)
+        except ValueError as exc:
+            raise bad(path, str(exc)) from None
+    raise bad(path, f"expected an RFC 3339 timestamp, found {type_name(value)}")
+
+
+def _assemble(
+    msg: Message, a_list: list[Part], r_list: list[Part], x_list: list[Part], calls: list[ToolCall], order: Any
+) -> None:
+    """Build the assistant sequence from the disk lists and the order index (default order when it is stale)."""
+    if order is not None:
+        seq = _follow_index(order, a_list, r_list, x_list, calls)
+        if seq is not None:
+            msg.assistant = seq[0]
+            if seq[1] is not None:
+                msg.__dict__["_placement"] = seq[1]
+            return
+    # Default order: reasoning, then assistant parts, then (only when the index is missing or stale) the extra parts;
+    # tool calls after all of them.
+    if not r_list and not x_list:
+        seq_parts = a_list
+    else:
+        seq_parts = r_list + a_list + x_list
+    msg.assistant = seq_parts
+    placement: list[str] = []
+    default = True
+    for letter, items in (("r", r_list), ("a", a_list), ("x", x_list)):
+        for part in items:
+            placement.append(letter)
+            if default and _home(part) != letter:
+                default = False
+    if not default:
+        msg.__dict__["_placement"] = tuple(placement)
+    for call in calls:
+        call.after = None
+
+
+def _follow_index(
+    order: Any, a_list: list[Part], r_list: list[Part], x_list: list[Part], calls: list[ToolCall]
+) -> tuple[list[Part], tuple[str, ...] | None] | None:
+    """The sequence named by `order`, or None when the index is stale (not one token per entry, each once)."""
+    if type(order) is not list:
+        return None
+    if len(order) != len(a_list) + len(r_list) + len(x_list) + len(calls):
+        return None
+    lists = {"a": a_list, "r": r_list, "x": x_list}
+    seen: set[str] = set()
+    seq: list[Part] = []
+    letters: list[str] = []
+    afters: list[int] = [0] * len(calls)
+    default = True
+    for token in order:
+        if type(token) is not str or len(token) < 2 or token in seen:
+            return None
+        letter = token[0]
+        digits = token[1:]
+        if not digits.isdigit() or not digits.isascii() or (len(digits) > 1 and digits[0] == "0"):
+            return None
+        index = int(digits)
+        seen.add(token)
+        if letter == "t":
+            if index >= len(calls):
+                return None
+            afters[index] = len(seq)
+            continue
+        items = lists.get(letter)
+        if items is None or index >= len(items):
+            return None
+        part = items[index]
+        seq.append(part)
+        letters.append(letter)
+        if default and _home(part) != letter:
+            default = False
+    n = len(seq)
+    for call, after in zip(calls, afters, strict=True):
+        call.after = None if after >= n else after
+    return seq, (None if default else tuple(letters))
+
+
+def _split(
+    msg: Message, force_index: bool
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], list[str] | None]:
+    """Split the assistant sequence into the disk lists and, when the order is not the default, the index."""
+    seq = msg.assistant
+    placement: tuple[str, ...] | None = msg.__dict__.get("_placement")
+    if placement is not None and len(placement) != len(seq):
+        placement = None
+    a_out: list[dict[str, Any]] = []
+    r_out: list[dict[str, Any]] = []
+    x_out: list[dict[str, Any]] = []
+    letters: list[str] = []
+    default = True
+    seen_a = False
+    for i, part in enumerate(seq):
+        letter = _home(part) if placement is None else placement[i]
+        if letter == "a":
+            a_out.append(part.to_data())
+            seen_a = True
+        elif letter == "r":
+            r_out.append(part.to_data())
+            if seen_a:
+                default = False
+        else:
+            x_out.append(part.to_data())
+            default = False
+        letters.append(letter)
+    calls = msg.tool_calls
+    n = len(seq)
+    if default:
+        for call in calls:
+            if call.after is not None and call.after < n:
+                default = False
+                break
+    if default and not force_index:
+        return a_out, r_out, x_out, None
+    # Tokens: each sequence entry as its list letter and index there, with the calls placed by `after`.
+    at: dict[int, list[int]] = {}
+    for ti, call in enumerate(calls):
+        pos = n if call.after is None or call.after > n else call.after
+        at.setdefault(pos, []).append(ti)
+    counters = {"a": 0, "r": 0, "x": 0}
+    tokens: list[str] = []
+    for i, letter in enumerate(letters):
+        if i in at:
+            tokens.extend(f"t{ti}" for ti in at[i])
+        tokens.append(f"{letter}{counters[letter]}")
+        counters[letter] += 1
+    tokens.extend(f"t{ti}" for ti in at.get(n, ()))
+    return a_out, r_out, x_out, tokens

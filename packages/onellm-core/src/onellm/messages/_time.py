@@ -1,0 +1,164 @@
+"""RFC 3339 timestamps kept to 100 ns (`spec/messages.md`, "Timestamps").
+
+Python's `datetime` holds microseconds, one digit short of the 100 ns the format keeps. `Timestamp` keeps the text it
+was read from, so it writes back exactly what it read, and offers the instant as a `datetime` (microseconds), as a
+count of 100 ns ticks since the Unix epoch, and with the seventh fractional digit on its own.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import UTC, timedelta, timezone
+from datetime import datetime as DateTime
+from typing import Any
+
+__all__ = ["Timestamp"]
+
+_RFC3339 = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))\Z"
+)
+_EPOCH = DateTime(1970, 1, 1, tzinfo=UTC)
+
+
+class Timestamp:
+    """An RFC 3339 timestamp with a `Z` or numeric offset, kept to 100 ns and written back as it was read.
+
+    Equality and hashing are by text (so a value round-trips exactly); ordering is by instant.
+    """
+
+    __slots__ = ("_datetime", "_text", "_ticks")
+
+    _text: str
+    _datetime: DateTime
+    _ticks: int
+
+    def __init__(self, text: str) -> None:
+        """Parse `text`.
+
+        Raises:
+            ValueError: `text` is not an RFC 3339 timestamp with an offset.
+        """
+        if type(text) is not str:
+            raise TypeError(f"Timestamp takes a str, not {type(text).__name__}")
+        m = _RFC3339.match(text)
+        if m is None:
+            raise ValueError(f"not an RFC 3339 timestamp with an offset: {text!r}")
+        year, month, day, hour, minute, second, frac, zulu, sign, oh, om = m.groups()
+        digits = (frac or "").ljust(7, "0")[:7]
+        hundred_ns = int(digits)
+        if zulu:
+            tz: timezone = UTC
+        else:
+            offset = timedelta(hours=int(oh), minutes=int(om))
+            if offset >= timedelta(hours=24):
+                raise ValueError(f"offset out of range in {text!r}")
+            tz = timezone(-offset if sign == "-" else offset) if offset else UTC
+        sec = int(second)
+        if sec == 60:
+            # A leap second is kept as text; the instant is the last representable moment of that minute.
+            sec = 59
+            hundred_ns = 9_999_999
+        try:
+            dt = DateTime(int(year), int(month), int(day), int(hour), int(minute), sec, hundred_ns // 10, tzinfo=tz)
+        except ValueError as exc:
+            raise ValueError(f"invalid date or time in {text!r}: {exc}") from None
+        self._text = text
+        self._datetime = dt
+        delta = dt - _EPOCH
+        self._ticks = (delta.days * 86_400 + delta.seconds) * 10_000_000 + hundred_ns
+
+    @classmethod
+    def now(cls) -> Timestamp:
+        """The current time in UTC, with seven fractional digits."""
+        return cls.from_ticks(time.time_ns() // 100)
+
+    @classmethod
+    def from_ticks(cls, ticks: int) -> Timestamp:
+        """The UTC instant `ticks` × 100 ns after the Unix epoch, written with seven fractional digits."""
+        seconds, rest = divmod(ticks, 10_000_000)
+        dt = _EPOCH + timedelta(seconds=seconds)
+        return cls(f"{dt:%Y-%m-%dT%H:%M:%S}.{rest:07d}Z")
+
+    @classmethod
+    def from_datetime(cls, value: DateTime, hundred_ns: int = 0) -> Timestamp:
+        """An aware `datetime`, plus an optional seventh fractional digit (0-9), in its own offset.
+
+        Raises:
+            ValueError: `value` is naive or `hundred_ns` is out of range.
+        """
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError("a timestamp needs an aware datetime (with a time zone)")
+        if not 0 <= hundred_ns <= 9:
+            raise ValueError("hundred_ns is a single digit, 0-9")
+        offset = value.utcoffset()
+        assert offset is not None
+        base = f"{value:%Y-%m-%dT%H:%M:%S}.{value.microsecond:06d}{hundred_ns}"
+        if not offset:
+            return cls(base + "Z")
+        total = int(offset.total_seconds()) // 60
+        sign = "-" if total < 0 else "+"
+        hours, minutes = divmod(abs(total), 60)
+        return cls(f"{base}{sign}{hours:02d}:{minutes:02d}")
+
+    @classmethod
+    def coerce(cls, value: Timestamp | DateTime | str) -> Timestamp:
+        """A `Timestamp` from a timestamp, an aware `datetime` or RFC 3339 text."""
+        if isinstance(value, Timestamp):
+            return value
+        if isinstance(value, DateTime):
+            return cls.from_datetime(value)
+        return cls(value)
+
+    @property
+    def text(self) -> str:
+        """The RFC 3339 text, exactly as read or written."""
+        return self._text
+
+    @property
+    def datetime(self) -> DateTime:
+        """The instant as an aware `datetime` in the timestamp's own offset (microseconds; the 7th digit dropped)."""
+        return self._datetime
+
+    @property
+    def ticks(self) -> int:
+        """100 ns ticks since 1970-01-01T00:00:00Z."""
+        return self._ticks
+
+    @property
+    def hundred_ns(self) -> int:
+        """The seventh fractional digit (0-9): what `datetime` cannot hold."""
+        return self._ticks % 10
+
+    def __str__(self) -> str:
+        return self._text
+
+    def __repr__(self) -> str:
+        return f"Timestamp({self._text!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Timestamp):
+            return self._text == other._text
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._text)
+
+    def __lt__(self, other: Timestamp) -> bool:
+        return self._ticks < other._ticks
+
+    def __le__(self, other: Timestamp) -> bool:
+        return self._ticks <= other._ticks
+
+    def __gt__(self, other: Timestamp) -> bool:
+        return self._ticks > other._ticks
+
+    def __ge__(self, other: Timestamp) -> bool:
+        return self._ticks >= other._ticks
+
+    def same_instant(self, other: Timestamp) -> bool:
+        """True when both name the same instant, whatever their offsets or number of digits."""
+        return self._ticks == other._ticks
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Timestamp, (self._text,))
