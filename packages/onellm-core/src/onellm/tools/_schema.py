@@ -224,6 +224,13 @@ def _apply_metadata(meta: Any, c: _Constraints, where: str) -> None:
         for inner in getattr(meta, "metadata", ()) or ():
             _apply_metadata(inner, c, where)
         return
+    if module.startswith("pydantic") and cls.__name__ == "_PydanticGeneralMetadata":
+        for key, value in vars(meta).items():
+            if key == "pattern" and isinstance(value, str):
+                c.pattern = value
+            elif key not in ("strict",):
+                raise TypeError(f"{where}: the pydantic constraint {key}= has no keyword in a tool schema")
+        return
     if module == "annotated_types":
         name = cls.__name__
         if name == "Ge":
@@ -847,7 +854,7 @@ def _builder(tp: type, props: list[Property]) -> Callable[[dict[str, Any], str],
             try:
                 return validate(values)
             except Exception as exc:
-                raise ArgumentError(path, f"is not a valid {tp.__qualname__}: {exc}") from None
+                raise ArgumentError(path, f"is not a valid {tp.__name__}: {exc}") from None
 
         return build_model
 
@@ -855,7 +862,7 @@ def _builder(tp: type, props: list[Property]) -> Callable[[dict[str, Any], str],
         try:
             return tp(**values)
         except Exception as exc:
-            raise ArgumentError(path, f"is not a valid {tp.__qualname__}: {type(exc).__name__}: {exc}") from None
+            raise ArgumentError(path, f"is not a valid {tp.__name__}: {type(exc).__name__}: {exc}") from None
 
     return build
 
