@@ -37,6 +37,8 @@ from onellm.errors import (
 
 if TYPE_CHECKING:
     # One line per lazily exported name, in the same order as _LAZY below.
+    from onellm.capabilities import Capabilities as Capabilities
+    from onellm.capabilities import EgressClient as EgressClient
     from onellm.clock import Clock as Clock
     from onellm.clock import FakeClock as FakeClock
     from onellm.clock import SystemClock as SystemClock
@@ -65,6 +67,8 @@ if TYPE_CHECKING:
 
 # Public name -> module that defines it. Loaded on first attribute access.
 _LAZY: dict[str, str] = {
+    "Capabilities": "onellm.capabilities",
+    "EgressClient": "onellm.capabilities",
     "Clock": "onellm.clock",
     "FakeClock": "onellm.clock",
     "SystemClock": "onellm.clock",

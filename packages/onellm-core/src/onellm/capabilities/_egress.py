@@ -1,0 +1,320 @@
+"""`EgressClient`: the HTTP client every tool that opens its own connections goes through.
+
+Each request is checked against the network grant twice: the URL's host before anything is sent (so a refused name is
+never even resolved), and the address when the connection is opened. The second check lives in the connection pool's
+network backend: it resolves the name itself, checks each address with `Capabilities.allows_connection`, and dials the
+checked address, so a name that resolves differently the second time (DNS rebinding) cannot slip through.
+
+Redirects are followed by hand, each hop checked before it is requested. System proxy settings are ignored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json as _json
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, ClassVar
+
+import httpcore
+import httpx
+
+from onellm.capabilities._caps import Capabilities
+from onellm.capabilities._network import NetworkGrant, normalize_host, parse_address, system_resolve
+from onellm.errors import CapabilityDeniedError
+
+__all__ = ["EgressClient", "Resolver"]
+
+#: Resolves a host name to addresses: `await resolver(host, port)` returns address strings in preference order.
+Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
+
+_KEPT_ON_ORIGIN_CHANGE = frozenset({"accept", "accept-language", "accept-encoding", "content-type", "user-agent"})
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+class _GuardedBackend(httpcore.AsyncNetworkBackend):
+    """Resolves, checks every address against the grant, and dials only an allowed address."""
+
+    def __init__(self, grant: NetworkGrant, resolver: Resolver, inner: httpcore.AsyncNetworkBackend) -> None:
+        self._grant = grant
+        self._resolver = resolver
+        self._inner = inner
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,  # noqa: ASYNC109 (httpcore's interface)
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        literal = parse_address(host)
+        addresses = [str(literal)] if literal is not None else list(await self._resolver(host, port))
+        allowed = [a for a in addresses if self._grant.allows_connection(host, port, a)]
+        if not allowed:
+            shown = ", ".join(addresses) or "no address"
+            raise CapabilityDeniedError(
+                f"Connection to {host}:{port} refused: it resolved to {shown}, which the network grant does not "
+                "allow (names never reach loopback, private or link-local addresses).",
+                target=f"{host}:{port}",
+                rule="address-not-allowed",
+            )
+        last: Exception | None = None
+        for address in allowed:
+            try:
+                return await self._inner.connect_tcp(
+                    address, port, timeout=timeout, local_address=local_address, socket_options=socket_options
+                )
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                last = exc
+        assert last is not None
+        raise last
+
+    async def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,  # noqa: ASYNC109 (httpcore's interface)
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        raise CapabilityDeniedError(
+            "Unix sockets are not reachable through the egress client.", target=path, rule="uds"
+        )
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+class _GuardedTransport(httpx.AsyncHTTPTransport):
+    def __init__(self, backend: _GuardedBackend, *, verify: Any, http2: bool, limits: httpx.Limits) -> None:
+        super().__init__(verify=verify, trust_env=False, http2=http2, limits=limits)
+        ssl_context = httpx.create_ssl_context(verify=verify, trust_env=False)
+        # The pool httpx built has the default backend; rebuild it around the guarded one with the same settings.
+        self._pool = httpcore.AsyncConnectionPool(
+            ssl_context=ssl_context,
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            http1=True,
+            http2=http2,
+            network_backend=backend,
+        )
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int]:
+    port = url.port or _DEFAULT_PORTS.get(url.scheme, 0)
+    return (url.scheme, normalize_host(url.host), port)
+
+
+class EgressClient:
+    """An httpx-based client that honours a network grant: hosts checked before sending, addresses checked when each
+    connection opens, redirects followed by hand with every hop checked, no system proxies.
+
+    One client keeps one connection pool, for one network policy. `EgressClient.shared(capabilities)` returns the
+    client for that policy in the running event loop, so equal grants share a pool and different grants never do.
+    """
+
+    def __init__(
+        self,
+        capabilities: Capabilities,
+        *,
+        resolver: Resolver | None = None,
+        timeout: float | httpx.Timeout = 30.0,
+        max_redirects: int = 10,
+        verify: Any = True,
+        http2: bool = False,
+        limits: httpx.Limits | None = None,
+        network_backend: httpcore.AsyncNetworkBackend | None = None,
+        user_agent: str | None = None,
+    ) -> None:
+        """Create a client for the network grant of `capabilities`.
+
+        Args:
+            capabilities: The grants; only the network part is used.
+            resolver: How names become addresses (the system resolver by default); tests pass a fake one.
+            timeout: The httpx timeout for every request.
+            max_redirects: Hops followed before giving up.
+            verify: TLS verification, as httpx takes it.
+            http2: Offer HTTP/2.
+            limits: Pool limits.
+            network_backend: The backend that dials the checked address (httpcore's by default).
+            user_agent: The User-Agent header sent unless a request sets one.
+        """
+        self.capabilities = capabilities
+        self.grant = capabilities.network_grant
+        self.max_redirects = max_redirects
+        backend = _GuardedBackend(self.grant, resolver or system_resolve, network_backend or httpcore.AnyIOBackend())
+        transport = _GuardedTransport(backend, verify=verify, http2=http2, limits=limits or httpx.Limits())
+        headers = {"User-Agent": user_agent} if user_agent else None
+        self._client = httpx.AsyncClient(
+            transport=transport, trust_env=False, follow_redirects=False, timeout=timeout, headers=headers
+        )
+
+    _shared: ClassVar[weakref.WeakKeyDictionary[Any, dict[Any, EgressClient]]] = weakref.WeakKeyDictionary()
+
+    @classmethod
+    def shared(cls, capabilities: Capabilities) -> EgressClient:
+        """The client for this network policy in the running event loop (created on first use)."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        per_loop = cls._shared.setdefault(loop, {})
+        key = capabilities.network_grant.key
+        client = per_loop.get(key)
+        if client is None or client._client.is_closed:
+            client = cls(capabilities)
+            per_loop[key] = client
+        return client
+
+    @property
+    def is_closed(self) -> bool:
+        return self._client.is_closed
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def __aenter__(self) -> EgressClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def check_url(self, url: httpx.URL | str) -> httpx.URL:
+        """The check made before a request or a redirect hop is sent. Returns the parsed URL.
+
+        Raises:
+            CapabilityDeniedError: no network grant, a scheme other than http or https, or a host the grant lacks.
+        """
+        parsed = url if isinstance(url, httpx.URL) else httpx.URL(url)
+        text = str(parsed)
+        if not self.grant.enabled:
+            raise CapabilityDeniedError(
+                f"Request to {text} refused: no network grant.", target=text, rule="network-off"
+            )
+        if parsed.scheme not in ("http", "https"):
+            raise CapabilityDeniedError(
+                f"Request to {text} refused: only http and https URLs are allowed.", target=text, rule="scheme"
+            )
+        if not parsed.host:
+            raise CapabilityDeniedError(f"Request to {text} refused: the URL has no host.", target=text, rule="scheme")
+        port = parsed.port or _DEFAULT_PORTS[parsed.scheme]
+        try:
+            host = normalize_host(parsed.host)
+        except ValueError:
+            raise CapabilityDeniedError(
+                f"Request to {text} refused: the host is not valid.", target=text, rule="host-not-granted"
+            ) from None
+        if not self.grant.allows_host(host, port):
+            raise CapabilityDeniedError(
+                f"Request to {text} refused: host {host}:{port} is not in the network grant.",
+                target=f"{host}:{port}",
+                rule="host-not-granted",
+            )
+        return parsed
+
+    @contextlib.asynccontextmanager
+    async def stream(
+        self,
+        method: str,
+        url: httpx.URL | str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        params: Mapping[str, str] | None = None,
+        content: bytes | str | None = None,
+        json: Any = None,
+        timeout: float | httpx.Timeout | None = None,  # noqa: ASYNC109 (handed to httpx)
+    ) -> AsyncIterator[httpx.Response]:
+        """Send a request and yield the final response unread (its body streams); the response is closed on exit."""
+        response = await self._send(
+            method, url, headers=headers, params=params, content=content, json=json, timeout=timeout
+        )
+        try:
+            yield response
+        finally:
+            await response.aclose()
+
+    async def request(
+        self,
+        method: str,
+        url: httpx.URL | str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        params: Mapping[str, str] | None = None,
+        content: bytes | str | None = None,
+        json: Any = None,
+        timeout: float | httpx.Timeout | None = None,  # noqa: ASYNC109 (handed to httpx)
+    ) -> httpx.Response:
+        """Send a request, follow redirects by hand, and return the final response with its body read."""
+        async with self.stream(
+            method, url, headers=headers, params=params, content=content, json=json, timeout=timeout
+        ) as response:
+            await response.aread()
+        return response
+
+    async def get(self, url: httpx.URL | str, **kwargs: Any) -> httpx.Response:
+        return await self.request("GET", url, **kwargs)
+
+    async def post(self, url: httpx.URL | str, **kwargs: Any) -> httpx.Response:
+        return await self.request("POST", url, **kwargs)
+
+    async def _send(
+        self,
+        method: str,
+        url: httpx.URL | str,
+        *,
+        headers: Mapping[str, str] | None,
+        params: Mapping[str, str] | None,
+        content: bytes | str | None,
+        json: Any,
+        timeout: float | httpx.Timeout | None,  # noqa: ASYNC109 (handed to httpx)
+    ) -> httpx.Response:
+        method = method.upper()
+        current = self.check_url(url)
+        if params:
+            current = current.copy_merge_params(params)
+        body: bytes | None
+        hdrs = httpx.Headers(headers or {})
+        if json is not None:
+            if content is not None:
+                raise ValueError("pass either content or json, not both")
+            body = _json.dumps(json, separators=(",", ":"), ensure_ascii=False).encode()
+            hdrs.setdefault("Content-Type", "application/json")
+        elif isinstance(content, str):
+            body = content.encode()
+        else:
+            body = content
+        extra: dict[str, Any] = {}
+        if timeout is not None:
+            extra["timeout"] = timeout
+        for _hop in range(self.max_redirects + 1):
+            request = self._client.build_request(method, current, headers=hdrs, content=body, **extra)
+            response = await self._client.send(request, stream=True)
+            location = response.headers.get("location")
+            if response.status_code not in _REDIRECTS or location is None:
+                return response
+            await response.aclose()
+            try:
+                target = current.join(location)
+            except httpx.InvalidURL as exc:
+                raise CapabilityDeniedError(
+                    f"Redirect from {current} to an invalid location {location!r}.", target=location, rule="redirect"
+                ) from exc
+            target = self.check_url(target)
+            cross_origin = _origin(target) != _origin(current)
+            status = response.status_code
+            if (status == 303 and method != "HEAD") or (status in (301, 302) and method == "POST"):
+                method = "GET"
+                body = None
+                for name in ("content-type", "content-length", "transfer-encoding"):
+                    hdrs.pop(name, None)
+            elif status in (307, 308) and cross_origin and body:
+                raise CapabilityDeniedError(
+                    f"Redirect {status} from {current} to {target} would resend the request body to another origin; "
+                    "refused.",
+                    target=str(target),
+                    rule="redirect-body",
+                )
+            if cross_origin:
+                hdrs = httpx.Headers({k: v for k, v in hdrs.items() if k.lower() in _KEPT_ON_ORIGIN_CHANGE})
+            current = target
+        raise httpx.TooManyRedirects(f"more than {self.max_redirects} redirects", request=request)

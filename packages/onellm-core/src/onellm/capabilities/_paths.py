@@ -1,0 +1,257 @@
+"""Path resolution and the name rules behind the file grants.
+
+Two layers live here:
+
+* pure string functions (`name_key`, `path_key`, `is_within`, `windows_form_problem`) that compare and classify paths
+  for a given platform flavour, so the Windows and macOS rules can be tested on any machine;
+* `resolve_real`, which turns a path into its real path on this machine: relative paths start at a base directory,
+  `..` applies to the real directory reached so far (so `link/..` is the link target's parent), symlinks (and, on
+  Windows, junctions) are followed, a loop is refused, and a tail that does not exist yet is appended as written.
+"""
+
+from __future__ import annotations
+
+import ntpath
+import os
+import posixpath
+import stat
+import sys
+import unicodedata
+from collections import deque
+from typing import Literal
+
+Flavor = Literal["posix", "darwin", "windows"]
+
+#: Repository control names: a component with one of these names may not be written (any case, trailing dots and
+#: spaces ignored).
+CONTROL_NAMES = frozenset({".git", ".hg", ".svn", ".bzr", ".jj", "_darcs", ".fslckout", ".sl", "cvs", ".gitmodules"})
+#: File names git reads as configuration or pointers, refused to writers when git is on the shell allow-list.
+GIT_ROLE_FILES = frozenset({"config", "config.worktree", "commondir", "gitdir", ".gitconfig"})
+#: Directory names whose content git runs or reads, refused to writers when git is on the shell allow-list.
+GIT_ROLE_DIRS = frozenset({"hooks", "info"})
+#: The three entries that make a directory a git directory, whatever it is called.
+GIT_DIR_MARKERS = ("HEAD", "objects", "refs")
+#: The runtime's state directory under every file root.
+STATE_DIR_NAME = ".onellm"
+
+_MAX_LINKS = 40
+
+# Letters some file systems treat as ASCII letters: dotless i, long s, Kelvin sign. `str.casefold` already maps the
+# long s and the Kelvin sign; the dotless i needs its own entry.
+_EXTRA_FOLDS = str.maketrans({"\u0131": "i", "\u017f": "s", "\u212a": "k"})
+
+_WINDOWS_DEVICES = frozenset(
+    {"con", "prn", "aux", "nul", "conin$", "conout$"}
+    | {f"com{c}" for c in "0123456789\u00b9\u00b2\u00b3"}
+    | {f"lpt{c}" for c in "0123456789\u00b9\u00b2\u00b3"}
+)
+
+
+def current_flavor() -> Flavor:
+    """The comparison flavour of the machine this runs on."""
+    if os.name == "nt":
+        return "windows"
+    if sys.platform == "darwin":
+        return "darwin"
+    return "posix"
+
+
+def fold(text: str) -> str:
+    """Case-insensitive comparison key: Unicode case folding plus the dotless i, long s and Kelvin sign."""
+    return unicodedata.normalize("NFC", text).casefold().translate(_EXTRA_FOLDS)
+
+
+def name_key(name: str) -> str:
+    """Comparison key of one file name for the control-name and role rules on every platform.
+
+    Trailing dots and spaces are dropped (Windows ignores them) and the name is folded, so `.GIT.`, `.Git ` and `.git`
+    are the same name. A false match only refuses more.
+    """
+    stripped = name.rstrip(". ")
+    return fold(stripped if stripped else name)
+
+
+def split_components(path: str, flavor: Flavor) -> tuple[str, list[str]]:
+    """Split an absolute path into its anchor (`/`, `c:`, `//server/share`) and its names."""
+    if flavor == "windows":
+        text = path.replace("/", "\\")
+        for prefix in ("\\\\?\\UNC\\", "\\\\.\\UNC\\"):
+            if text[: len(prefix)].upper() == prefix:
+                text = "\\\\" + text[len(prefix) :]
+        for prefix in ("\\\\?\\", "\\\\.\\", "\\??\\"):
+            if text.startswith(prefix):
+                text = text[len(prefix) :]
+        drive, rest = ntpath.splitdrive(text)
+        names = [n for n in rest.split("\\") if n not in ("", ".")]
+        return drive.lower(), names
+    names = [n for n in path.split("/") if n not in ("", ".")]
+    return "/", names
+
+
+def path_key(path: str, flavor: Flavor | None = None) -> tuple[str, ...]:
+    """The key two real paths are compared by: the anchor, then one key per name.
+
+    On posix systems names compare exactly. On macOS and Windows they are folded; on Windows trailing dots and spaces
+    are dropped from each name, both slashes separate names and the extended-length prefix `\\\\?\\` is ignored, so
+    `\\\\?\\C:\\work` and `C:\\Work.` are the same directory.
+    """
+    flavor = flavor or current_flavor()
+    anchor, names = split_components(path, flavor)
+    if flavor == "posix":
+        return (anchor, *names)
+    if flavor == "darwin":
+        return (anchor, *(fold(n) for n in names))
+    return (fold(anchor), *(name_key(n) for n in names))
+
+
+def is_within(candidate: str, root: str, flavor: Flavor | None = None) -> bool:
+    """True when `candidate` is `root` or lies below it, compared name by name (so `/work2` is not under `/work`)."""
+    flavor = flavor or current_flavor()
+    ck = path_key(candidate, flavor)
+    rk = path_key(root, flavor)
+    return len(ck) >= len(rk) and ck[: len(rk)] == rk
+
+
+def windows_form_problem(path: str) -> str | None:
+    """Why a path given to a tool on Windows is refused before anything is probed, or None when its form is fine.
+
+    Refused: drive-relative (`C:foo`), rooted without a drive (`\\foo`, `/foo`), extended, device and NT forms
+    (`\\\\?\\`, `\\\\.\\`, `\\??\\`), network shares (`\\\\server\\share`), alternate data streams (`file:stream`), device
+    names with or without an extension (`NUL`, `con.txt`, `COM1`, `LPT²`), and names of only dots and spaces.
+    """
+    text = path.replace("/", "\\")
+    if text.startswith(("\\\\?\\", "\\\\.\\", "\\??\\")):
+        return "extended or device path form"
+    if text.startswith("\\\\"):
+        return "network share path"
+    drive, rest = ntpath.splitdrive(text)
+    if drive and not rest.startswith("\\"):
+        return "drive-relative path"
+    if not drive and text.startswith("\\"):
+        return "rooted path without a drive"
+    for name in rest.split("\\"):
+        if name in ("", ".", ".."):
+            continue
+        if ":" in name:
+            return "alternate data stream"
+        if name.strip(". ") == "":
+            return "name of only dots and spaces"
+        base = name.rstrip(". ").split(".", 1)[0].rstrip(" ")
+        if fold(base) in _WINDOWS_DEVICES:
+            return "device name"
+    return None
+
+
+class SymlinkLoopError(OSError):
+    """A path holds a symlink loop, or more links than the system follows."""
+
+
+def _is_link(st: os.stat_result) -> bool:
+    if stat.S_ISLNK(st.st_mode):
+        return True
+    # Junctions and other name-surrogate reparse points on Windows are followed like symlinks.
+    tag = getattr(st, "st_reparse_tag", 0)
+    return bool(tag) and bool(tag & 0x20000000)
+
+
+def resolve_real(path: str | os.PathLike[str], base: str) -> str:
+    """The real absolute path of `path`: links followed, `..` applied to the real directory, a missing tail kept.
+
+    Raises `SymlinkLoopError` when more than 40 links are met (a loop).
+    """
+    text = os.fspath(path)
+    if "\x00" in text:
+        raise ValueError("path contains a NUL character")
+    mod = ntpath if os.name == "nt" else posixpath
+    if not mod.isabs(text):
+        text = mod.join(base, text)
+    if os.name == "nt":
+        anchor, rest = ntpath.splitdrive(text)
+        anchor = anchor + "\\"
+        pending = deque(rest.replace("/", "\\").split("\\"))
+    else:
+        anchor = "/"
+        pending = deque(text.split("/"))
+    resolved = anchor
+    links = 0
+    missing = False
+    while pending:
+        name = pending.popleft()
+        if name in ("", "."):
+            continue
+        if name == "..":
+            parent = mod.dirname(resolved)
+            resolved = parent if parent else anchor
+            continue
+        candidate = mod.join(resolved, name)
+        if missing:
+            resolved = candidate
+            continue
+        try:
+            st = os.lstat(candidate)
+        except (FileNotFoundError, NotADirectoryError):
+            missing = True
+            resolved = candidate
+            continue
+        if _is_link(st):
+            links += 1
+            if links > _MAX_LINKS:
+                raise SymlinkLoopError(f"too many levels of symbolic links in {os.fspath(path)!r}")
+            target = os.readlink(candidate)
+            if os.name == "nt":
+                if target.startswith("\\\\?\\"):
+                    target = target[4:]
+                tdrive, trest = ntpath.splitdrive(target)
+                if tdrive:
+                    anchor = tdrive + "\\"
+                    resolved = anchor
+                    target = trest
+                elif target.startswith(("\\", "/")):
+                    resolved = anchor
+                parts = target.replace("/", "\\").split("\\")
+            else:
+                if target.startswith("/"):
+                    resolved = "/"
+                parts = target.split("/")
+            pending.extendleft(reversed(parts))
+            continue
+        resolved = candidate
+    return resolved
+
+
+def fd_real_path(fd: int) -> str | None:
+    """The path the system reports for an open descriptor, or None where it cannot say (then inodes are compared)."""
+    if sys.platform.startswith("linux"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            return None
+        return target if target.startswith("/") else None
+    if sys.platform == "darwin":
+        try:
+            import fcntl
+
+            raw = fcntl.fcntl(fd, 50, b"\0" * 1024)  # F_GETPATH
+        except OSError:
+            return None
+        return raw.split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
+    return None
+
+
+def short_alias_problem(resolved: str, root: str) -> str | None:
+    """On Windows, a name below `root` holding `~` must be listed in its directory, not exist only as an 8.3 alias."""
+    if os.name != "nt":
+        return None
+    _, names = split_components(resolved, "windows")
+    _, root_names = split_components(root, "windows")
+    current = root
+    for name in names[len(root_names) :]:
+        if "~" in name:
+            try:
+                listed = os.listdir(current)
+            except OSError:
+                listed = []
+            if name not in listed and os.path.lexists(os.path.join(current, name)):
+                return f"{name!r} is a short-name alias"
+        current = os.path.join(current, name)
+    return None
