@@ -1,0 +1,121 @@
+"""Decoding, the fast plain-value loader, and turning ruamel.yaml's errors into positioned `BadDefinitionError`s."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from onellm.errors import BadDefinitionError
+from onellm.yamlio._guard import walk_events
+
+__all__ = ["convert_error", "decode_text", "position_of_offset", "python_events", "safe_load"]
+
+
+def position_of_offset(text: str, offset: int) -> tuple[int, int]:
+    """1-based line and column (in characters) of a character offset in `text`."""
+    offset = max(0, min(offset, len(text)))
+    line = text.count("\n", 0, offset) + 1
+    start = text.rfind("\n", 0, offset) + 1
+    return line, offset - start + 1
+
+
+def decode_text(data: bytes | bytearray | memoryview | str, *, file: str | None = None) -> str:
+    """The text of a YAML file: UTF-8, strictly. An invalid byte fails with its line and column."""
+    if isinstance(data, str):
+        return data
+    raw = bytes(data)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        before = raw[: exc.start]
+        line = before.count(b"\n") + 1
+        line_start = before.rfind(b"\n") + 1
+        column = len(before[line_start:].decode("utf-8", errors="replace")) + 1
+        raise BadDefinitionError(
+            f"the file is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})",
+            file=file,
+            line=line,
+            column=column,
+        ) from None
+
+
+def convert_error(exc: BaseException, text: str, file: str | None) -> BadDefinitionError:
+    """A `BadDefinitionError` for an exception raised while parsing `text`, positioned as well as it can be."""
+    from ruamel.yaml.error import MarkedYAMLError
+    from ruamel.yaml.reader import ReaderError
+
+    if isinstance(exc, BadDefinitionError):
+        return exc
+    if isinstance(exc, MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        problem = str(exc.problem or exc.context or "the YAML is malformed").strip()
+        if exc.context and exc.problem:
+            problem = f"{problem} ({str(exc.context).strip()})"
+        if mark is None:
+            return BadDefinitionError(problem, file=file)
+        return BadDefinitionError(problem, file=file, line=mark.line + 1, column=mark.column + 1)
+    if isinstance(exc, ReaderError):
+        position = exc.position if isinstance(exc.position, int) else 0
+        line, column = position_of_offset(text, position)
+        character = exc.character
+        code = ord(character) if isinstance(character, str) and len(character) == 1 else character
+        detail = f"character {code:#06x} is not allowed in YAML" if isinstance(code, int) else str(exc.reason)
+        return BadDefinitionError(detail, file=file, line=line, column=column)
+    if isinstance(exc, RecursionError):
+        return BadDefinitionError("the YAML is nested too deeply", file=file, line=1, column=1)
+    if isinstance(exc, MemoryError):
+        return BadDefinitionError("the YAML is too large to read", file=file, line=1, column=1)
+    return BadDefinitionError(f"the YAML could not be read: {exc}", file=file, line=1, column=1)
+
+
+def _c_events(text: str) -> Iterator[Any] | None:
+    try:
+        from _ruamel_yaml import CParser  # type: ignore[import-not-found]
+    except ImportError:  # pragma: no cover - the C extension is a dependency; the pure parser is the fallback
+        return None
+
+    def events() -> Iterator[Any]:
+        parser = CParser(text)
+        try:
+            while parser.check_event():
+                yield parser.get_event()
+        finally:
+            parser.dispose()
+
+    return events()
+
+
+def python_events(text: str) -> Iterator[Any]:
+    """The events of ruamel.yaml's pure-Python parser (the one the round-trip loader uses)."""
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ="safe", pure=True)
+    return iter(yaml.parse(text))
+
+
+def safe_load(text: str | bytes, *, file: str | None = None) -> Any:
+    """Parse YAML into plain values (str, bool, int, Decimal, None, list, dict), on the C parser when present.
+
+    Nesting depth, alias expansion, tags, duplicate keys and number sizes are checked (see `onellm.yamlio._guard`);
+    every failure is a `BadDefinitionError` with the file and the 1-based line and column.
+    """
+    text = decode_text(text, file=file)
+    events = _c_events(text)
+    try:
+        if events is not None:
+            return walk_events(events, file=file, build=True)
+    except BadDefinitionError:
+        raise
+    except Exception as exc:
+        from ruamel.yaml.error import YAMLError
+
+        if not isinstance(exc, YAMLError) or events is None:
+            raise convert_error(exc, text, file) from None
+        # libyaml is stricter than ruamel.yaml's own parser in a few corners (a `:` inside a flow collection, for
+        # one). The round-trip loader uses ruamel's parser, so its verdict is the one that counts.
+    try:
+        return walk_events(python_events(text), file=file, build=True)
+    except BadDefinitionError:
+        raise
+    except Exception as exc:
+        raise convert_error(exc, text, file) from None
