@@ -468,30 +468,35 @@ def _read_timestamp(value: Any, path: str) -> Timestamp | None:
 def _assemble(
     msg: Message, a_list: list[Part], r_list: list[Part], x_list: list[Part], calls: list[ToolCall], order: Any
 ) -> None:
-    """Build the assistant sequence from the disk lists and the order index (default order when it is stale)."""
+    """Build the assistant sequence from the disk lists and the order index (default order when it is stale).
+
+    When a part sits in a list other than its kind's usual one, or the index names a list's entries out of their
+    list order, the message remembers each entry's slot (`_placement`), so writing puts every part back in the list
+    and at the position it was read from.
+    """
     if order is not None:
-        seq = _follow_index(order, a_list, r_list, x_list, calls)
-        if seq is not None:
-            msg.assistant = seq[0]
-            if seq[1] is not None:
-                msg.__dict__["_placement"] = seq[1]
+        followed = _follow_index(order, a_list, r_list, x_list, calls)
+        if followed is not None:
+            msg.assistant = followed[0]
+            if followed[1] is not None:
+                msg.__dict__["_placement"] = followed[1]
             return
     # Default order: reasoning, then assistant parts, then (only when the index is missing or stale) the extra parts;
     # tool calls after all of them.
     if not r_list and not x_list:
-        seq_parts = a_list
+        msg.assistant = a_list
     else:
-        seq_parts = r_list + a_list + x_list
-    msg.assistant = seq_parts
-    placement: list[str] = []
-    default = True
+        msg.assistant = r_list + a_list + x_list
+    natural = True
     for letter, items in (("r", r_list), ("a", a_list), ("x", x_list)):
         for part in items:
-            placement.append(letter)
-            if default and _home(part) != letter:
-                default = False
-    if not default:
-        msg.__dict__["_placement"] = tuple(placement)
+            if _home(part) != letter:
+                natural = False
+                break
+    if not natural:
+        msg.__dict__["_placement"] = tuple(
+            f"{letter}{i}" for letter, items in (("r", r_list), ("a", a_list), ("x", x_list)) for i in range(len(items))
+        )
     for call in calls:
         call.after = None
 
@@ -499,17 +504,18 @@ def _assemble(
 def _follow_index(
     order: Any, a_list: list[Part], r_list: list[Part], x_list: list[Part], calls: list[ToolCall]
 ) -> tuple[list[Part], tuple[str, ...] | None] | None:
-    """The sequence named by `order`, or None when the index is stale (not one token per entry, each once)."""
+    """The sequence named by `order` and, when not natural, each entry's slot; None when the index is stale."""
     if type(order) is not list:
         return None
     if len(order) != len(a_list) + len(r_list) + len(x_list) + len(calls):
         return None
     lists = {"a": a_list, "r": r_list, "x": x_list}
+    next_index = {"a": 0, "r": 0, "x": 0}
     seen: set[str] = set()
     seq: list[Part] = []
-    letters: list[str] = []
+    slots: list[str] = []
     afters: list[int] = [0] * len(calls)
-    default = True
+    natural = True
     for token in order:
         if type(token) is not str or len(token) < 2 or token in seen:
             return None
@@ -529,13 +535,14 @@ def _follow_index(
             return None
         part = items[index]
         seq.append(part)
-        letters.append(letter)
-        if default and _home(part) != letter:
-            default = False
+        slots.append(token)
+        if natural and (_home(part) != letter or index != next_index[letter]):
+            natural = False
+        next_index[letter] += 1
     n = len(seq)
     for call, after in zip(calls, afters, strict=True):
         call.after = None if after >= n else after
-    return seq, (None if default else tuple(letters))
+    return seq, (None if natural else tuple(slots))
 
 
 def _split(
@@ -543,48 +550,69 @@ def _split(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], list[str] | None]:
     """Split the assistant sequence into the disk lists and, when the order is not the default, the index."""
     seq = msg.assistant
+    calls = msg.tool_calls
+    n = len(seq)
     placement: tuple[str, ...] | None = msg.__dict__.get("_placement")
-    if placement is not None and len(placement) != len(seq):
-        placement = None
+    if placement is not None and len(placement) == n:
+        return _split_placed(seq, calls, placement, force_index)
     a_out: list[dict[str, Any]] = []
     r_out: list[dict[str, Any]] = []
     x_out: list[dict[str, Any]] = []
-    letters: list[str] = []
+    slots: list[str] = []
     default = True
-    seen_a = False
-    for i, part in enumerate(seq):
-        letter = _home(part) if placement is None else placement[i]
+    for part in seq:
+        letter = _home(part)
         if letter == "a":
+            slots.append(f"a{len(a_out)}")
             a_out.append(part.to_data())
-            seen_a = True
         elif letter == "r":
-            r_out.append(part.to_data())
-            if seen_a:
+            if a_out:
                 default = False
+            slots.append(f"r{len(r_out)}")
+            r_out.append(part.to_data())
         else:
+            slots.append(f"x{len(x_out)}")
             x_out.append(part.to_data())
             default = False
-        letters.append(letter)
-    calls = msg.tool_calls
-    n = len(seq)
     if default:
-        for call in calls:
-            if call.after is not None and call.after < n:
-                default = False
-                break
+        default = all(call.after is None or call.after >= n for call in calls)
     if default and not force_index:
         return a_out, r_out, x_out, None
-    # Tokens: each sequence entry as its list letter and index there, with the calls placed by `after`.
+    return a_out, r_out, x_out, _tokens(slots, calls)
+
+
+def _split_placed(
+    seq: list[Part], calls: list[ToolCall], placement: tuple[str, ...], force_index: bool
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], list[str] | None]:
+    counts = {"a": 0, "r": 0, "x": 0}
+    for slot in placement:
+        counts[slot[0]] += 1
+    lists: dict[str, list[Any]] = {letter: [None] * count for letter, count in counts.items()}
+    for part, slot in zip(seq, placement, strict=True):
+        lists[slot[0]][int(slot[1:])] = part.to_data()
+    natural = [f"r{i}" for i in range(counts["r"])] + [f"a{i}" for i in range(counts["a"])]
+    default = (
+        counts["x"] == 0
+        and list(placement) == natural
+        and all(call.after is None or call.after >= len(seq) for call in calls)
+    )
+    tokens = None if default and not force_index else _tokens(list(placement), calls)
+    return lists["a"], lists["r"], lists["x"], tokens
+
+
+def _tokens(slots: list[str], calls: list[ToolCall]) -> list[str]:
+    """The order index: each entry's slot, with the tool calls placed by `after`."""
+    if not calls:
+        return slots
+    n = len(slots)
     at: dict[int, list[int]] = {}
     for ti, call in enumerate(calls):
         pos = n if call.after is None or call.after > n else call.after
         at.setdefault(pos, []).append(ti)
-    counters = {"a": 0, "r": 0, "x": 0}
     tokens: list[str] = []
-    for i, letter in enumerate(letters):
+    for i, slot in enumerate(slots):
         if i in at:
             tokens.extend(f"t{ti}" for ti in at[i])
-        tokens.append(f"{letter}{counters[letter]}")
-        counters[letter] += 1
+        tokens.append(slot)
     tokens.extend(f"t{ti}" for ti in at.get(n, ()))
-    return a_out, r_out, x_out, tokens
+    return tokens
