@@ -1,0 +1,190 @@
+"""Reconciling a chat request with the model's catalog entry before it is sent.
+
+`RequestAdjuster` strips what is harmless to drop, clamps what is out of range (each with a warning of kind
+`parameter_stripped` or `parameter_clamped`), and refuses with `UnsupportedParameterError` what would change the
+request's meaning. A field the catalog leaves out means "not known" and never strips or refuses.
+
+Providers describe their request with `RequestSettings` (the parts of a request the catalog has an opinion on), run
+the adjuster once per request, and apply the adjusted settings to their wire request.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from onellm.catalog.entries import ThinkingSettings
+from onellm.errors import UnsupportedParameterError
+
+if TYPE_CHECKING:
+    from onellm.catalog._catalog import ResolvedModel
+    from onellm.messages import CallWarning
+
+__all__ = ["Adjustment", "RequestAdjuster", "RequestSettings"]
+
+_NEUTRAL_TIERS = frozenset({"standard", "default", "auto"})
+
+
+@dataclass(frozen=True, slots=True)
+class RequestSettings:
+    """The parts of a chat request the catalog can judge. Counts are how many of each input the request carries."""
+
+    temperature: float | None = None
+    top_p: float | None = None
+    reasoning_effort: str | None = None
+    thinking_budget: int | None = None
+    reasoning_summary: str | None = None
+    max_output_tokens: int | None = None
+    cache: bool = False
+    tools: int = 0
+    tool_choice_forced: bool = False
+    json_schema: bool = False
+    images: int = 0
+    pdfs: int = 0
+    audio: int = 0
+    video: int = 0
+    service_tier: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Adjustment:
+    """The adjusted settings and one warning per change."""
+
+    settings: RequestSettings
+    warnings: tuple[CallWarning, ...]
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.warnings)
+
+
+def _warning(kind: str, message: str, **detail: Any) -> CallWarning:
+    from onellm.messages import CallWarning
+
+    return CallWarning(kind=kind, message=message, detail=detail)
+
+
+class RequestAdjuster:
+    """Adjusts requests for one resolved model."""
+
+    def __init__(self, model: ResolvedModel) -> None:
+        self.model = model
+
+    def _refuse(self, parameter: str, message: str) -> UnsupportedParameterError:
+        name = self.model.qualified_name
+        return UnsupportedParameterError(f"{name}: {message}", parameter=parameter, model=name)
+
+    def adjust(self, settings: RequestSettings) -> Adjustment:
+        """Return the settings to send and the warnings; raise `UnsupportedParameterError` for what cannot be sent."""
+        entry = self.model.entry
+        name = self.model.qualified_name
+        warnings: list[CallWarning] = []
+        changes: dict[str, Any] = {}
+
+        # Refusals first: nothing is adjusted for a request that cannot be sent.
+        capabilities = self.model.capabilities
+        if capabilities is not None and "chat" not in capabilities and "decisions" in capabilities:
+            raise self._refuse("chat", "the provider answers decisions only, not chat")
+        if (settings.tools or settings.tool_choice_forced) and entry.supports("tools") is False:
+            raise self._refuse("tools", "the model does not take tools")
+        if settings.json_schema and entry.supports("structuredOutput") is False:
+            raise self._refuse("json_schema", "the model has no structured output")
+        for count, flag, what in (
+            (settings.images, "images", "an image"),
+            (settings.pdfs, "pdf", "a PDF"),
+            (settings.audio, "audio", "audio"),
+            (settings.video, "video", "video"),
+        ):
+            if count and entry.supports(flag) is False:
+                raise self._refuse(flag, f"the model cannot read {what}")
+        thinking = entry.thinking
+        if (
+            settings.reasoning_effort is not None
+            and isinstance(thinking, ThinkingSettings)
+            and thinking.efforts is not None
+            and settings.reasoning_effort.lower() not in {e.lower() for e in thinking.efforts}
+        ):
+            raise self._refuse(
+                "reasoning_effort",
+                f"reasoning effort {settings.reasoning_effort!r} is not one the model lists ({', '.join(thinking.efforts)})",
+            )
+        tier = settings.service_tier
+        tiers = entry.service_tiers
+        if (
+            tier is not None
+            and tiers is not None
+            and tier.lower() not in _NEUTRAL_TIERS
+            and tier.lower() not in {t.lower() for t in tiers}
+        ):
+            raise self._refuse("service_tier", f"the model has no service tier {tier!r}")
+
+        # Strips.
+        def strip(field: str, value: Any, reason: str) -> None:
+            changes[field] = None
+            warnings.append(
+                _warning(
+                    "parameter_stripped", f"{field} was not sent to {name}: {reason}", parameter=field, value=value
+                )
+            )
+
+        if entry.supports("temperature") is False:
+            if settings.temperature is not None:
+                strip("temperature", settings.temperature, "the model takes no temperature")
+            if settings.top_p is not None:
+                strip("top_p", settings.top_p, "the model takes no top_p")
+        if thinking is False:
+            if settings.reasoning_effort is not None:
+                strip("reasoning_effort", settings.reasoning_effort, "the model does not reason")
+            if settings.thinking_budget is not None:
+                strip("thinking_budget", settings.thinking_budget, "the model does not reason")
+            if settings.reasoning_summary is not None:
+                strip("reasoning_summary", settings.reasoning_summary, "the model does not reason")
+        elif isinstance(thinking, ThinkingSettings) and settings.thinking_budget is not None:
+            if thinking.budget is False:
+                strip("thinking_budget", settings.thinking_budget, "the model takes no thinking budget")
+            else:
+                budget = settings.thinking_budget
+                low, high = thinking.min_budget, thinking.max_budget
+                clamped = budget
+                if low is not None and clamped < low:
+                    clamped = low
+                if high is not None and clamped > high:
+                    clamped = high
+                if clamped != budget:
+                    changes["thinking_budget"] = clamped
+                    warnings.append(
+                        _warning(
+                            "parameter_clamped",
+                            f"thinking_budget {budget} was clamped to {clamped} for {name}",
+                            parameter="thinking_budget",
+                            value=budget,
+                            clampedTo=clamped,
+                        )
+                    )
+        if settings.cache and entry.supports("caching") is False:
+            changes["cache"] = False
+            warnings.append(
+                _warning(
+                    "parameter_stripped",
+                    f"caching was not asked of {name}: the model has no prompt caching",
+                    parameter="cache",
+                    value=True,
+                )
+            )
+
+        # Clamps.
+        limit = entry.max_output_tokens
+        if settings.max_output_tokens is not None and limit is not None and settings.max_output_tokens > limit:
+            changes["max_output_tokens"] = limit
+            warnings.append(
+                _warning(
+                    "parameter_clamped",
+                    f"max_output_tokens {settings.max_output_tokens} was clamped to {limit}, the most {name} writes",
+                    parameter="max_output_tokens",
+                    value=settings.max_output_tokens,
+                    clampedTo=limit,
+                )
+            )
+        adjusted = dataclasses.replace(settings, **changes) if changes else settings
+        return Adjustment(adjusted, tuple(warnings))

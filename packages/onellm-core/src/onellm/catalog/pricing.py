@@ -1,0 +1,536 @@
+"""The pricing engine: a usage report and a model's catalog prices become exact cost lines and their total.
+
+Every rule is in `docs/pricing-and-counting.md`. In short, one line per counter with a quantity:
+`amount = quantity / per × unit price × multiplier`, where the unit price comes from an `items` entry for the counter
+(the one whose `when` names the most matching qualifiers) or from the flat field of the four main counters, subset
+counters are taken out of their parent when they have a price of their own, long-context requests switch to the
+long-context rates, the highest applying tier factors the prices of the counters it names, and the service tier,
+batch, region and any named multiplier factor every line. Nothing is rounded.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Context, Decimal, Inexact
+from typing import TYPE_CHECKING, Any
+
+from onellm.catalog._schema import KNOWN_PRICE_COUNTERS, to_decimal
+
+if TYPE_CHECKING:
+    from onellm.catalog._catalog import ResolvedModel
+    from onellm.catalog.entries import ServiceTier
+    from onellm.messages import CallWarning, Cost, CostLine, Usage
+
+__all__ = [
+    "BUILTIN_SUBSETS",
+    "DEFAULT_LONG_CONTEXT_THRESHOLD",
+    "STALE_AFTER_DAYS",
+    "PriceItem",
+    "PriceTable",
+    "PriceTier",
+    "price_usage",
+]
+
+DEFAULT_LONG_CONTEXT_THRESHOLD = 200_000
+STALE_AFTER_DAYS = 180
+MILLION = 1_000_000
+_ZERO = Decimal(0)
+_ONE = Decimal(1)
+_NEUTRAL_TIERS = frozenset({"standard", "default", "auto"})
+_MAIN = ("inputTokens", "outputTokens", "cacheCreationInputTokens", "cacheReadInputTokens")
+_CACHE_COUNTERS = frozenset({"cacheCreationInputTokens", "cacheReadInputTokens"})
+_SCALE = Context(prec=60, traps=[])
+_EXACT = Context(prec=100)
+
+BUILTIN_SUBSETS: dict[str, str] = {
+    "reasoningTokens": "outputTokens",
+    "outputAudioTokens": "outputTokens",
+    "outputImageTokens": "outputTokens",
+    "inputAudioTokens": "inputTokens",
+    "inputImageTokens": "inputTokens",
+    "inputVideoTokens": "inputTokens",
+    "cacheCreation1hInputTokens": "cacheCreationInputTokens",
+}
+"""Counters that count tokens already inside another counter: child -> parent."""
+
+_LABELS = {
+    "inputTokens": "input tokens",
+    "outputTokens": "output tokens",
+    "cacheCreationInputTokens": "cache write tokens",
+    "cacheReadInputTokens": "cache read tokens",
+}
+
+
+def default_per(counter: str) -> int:
+    """1,000,000 for counters ending in `Tokens`, otherwise 1."""
+    return MILLION if counter.endswith("Tokens") else 1
+
+
+@dataclass(frozen=True, slots=True)
+class PriceItem:
+    counter: str
+    price: Decimal
+    per: int | Decimal
+    when: tuple[tuple[str, str], ...]
+    label: str | None
+    as_of: _dt.date | None
+    source: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PriceTier:
+    above: int
+    basis: str | None
+    multipliers: Mapping[str, Decimal]
+    label: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Price:
+    unit: Decimal
+    per: int | Decimal
+    label: str | None
+    as_of: _dt.date | None
+    source: str | None
+
+
+def _date(value: Any) -> _dt.date | None:
+    if value is None:
+        return None
+    if isinstance(value, _dt.date):
+        return value
+    return _dt.date.fromisoformat(str(value))
+
+
+class PriceTable:
+    """One model's `pricing` mapping, compiled for fast repeated use."""
+
+    __slots__ = (
+        "as_of",
+        "data",
+        "flat",
+        "free",
+        "has_price",
+        "items",
+        "long_input",
+        "long_output",
+        "long_threshold",
+        "multipliers",
+        "source",
+        "subset_of",
+        "tiers",
+    )
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        self.data = dict(data)
+        self.as_of = _date(data.get("asOf"))
+        self.source: str | None = data.get("source")
+        self.flat: dict[str, Decimal] = {}
+        for counter, field in KNOWN_PRICE_COUNTERS.items():
+            value = to_decimal(data.get(field))
+            if value is not None:
+                self.flat[counter] = value
+        self.long_input = to_decimal(data.get("longContextInputPerMillion"))
+        self.long_output = to_decimal(data.get("longContextOutputPerMillion"))
+        threshold = data.get("longContextThreshold")
+        self.long_threshold: int = int(threshold) if threshold is not None else DEFAULT_LONG_CONTEXT_THRESHOLD
+        items: dict[str, list[PriceItem]] = {}
+        for raw in data.get("items") or ():
+            counter = str(raw["counter"])
+            price = to_decimal(raw["price"])
+            if price is None:
+                continue
+            per_raw = raw.get("per")
+            per: int | Decimal = default_per(counter) if per_raw is None else _as_quantity(per_raw)
+            when = tuple((str(k), _qualifier(v)) for k, v in (raw.get("when") or {}).items())
+            items.setdefault(counter, []).append(
+                PriceItem(counter, price, per, when, raw.get("label"), _date(raw.get("asOf")), raw.get("source"))
+            )
+        # Most specific first; among equally specific items the one listed first wins (sort is stable).
+        self.items = {c: tuple(sorted(v, key=lambda it: -len(it.when))) for c, v in items.items()}
+        tiers = []
+        for raw in data.get("tiers") or ():
+            mults = {str(k): d for k, v in (raw.get("multipliers") or {}).items() if (d := to_decimal(v)) is not None}
+            tiers.append(PriceTier(int(raw["above"]), raw.get("basis"), mults, raw.get("label")))
+        # Highest `above` first; a tie keeps the listed order.
+        self.tiers = tuple(sorted(tiers, key=lambda t: -t.above))
+        self.multipliers: dict[str, Decimal] = {
+            str(k): d for k, v in (data.get("multipliers") or {}).items() if (d := to_decimal(v)) is not None
+        }
+        self.subset_of = dict(BUILTIN_SUBSETS)
+        for child, parent in (data.get("subsetOf") or {}).items():
+            self.subset_of[str(child)] = str(parent)
+        self.free = data.get("free") is True
+        self.has_price = bool(self.flat) or bool(self.items) or self.free
+
+    @classmethod
+    def compile(cls, data: Mapping[str, Any] | None) -> PriceTable:
+        return cls(data or {})
+
+    def price_of(self, counter: str, qualifiers: Mapping[str, str]) -> _Price | None:
+        """The unit price of `counter` for a call with these qualifiers, before any factor; None when unpriced."""
+        candidates = self.items.get(counter)
+        if candidates:
+            for item in candidates:
+                if all(qualifiers.get(k) == v for k, v in item.when):
+                    return _Price(
+                        item.price, item.per, item.label, item.as_of or self.as_of, item.source or self.source
+                    )
+        flat = self.flat.get(counter)
+        if flat is not None:
+            return _Price(flat, MILLION, None, self.as_of, self.source)
+        if self.free:
+            return _Price(_ZERO, default_per(counter), "free", self.as_of, self.source)
+        return None
+
+    def in_cache_family(self, counter: str) -> bool:
+        """The two cache counters and every counter that is (through `subsetOf`) inside one of them."""
+        seen = 0
+        while counter not in _CACHE_COUNTERS:
+            parent = self.subset_of.get(counter)
+            if parent is None or seen > 16:
+                return False
+            counter = parent
+            seen += 1
+        return True
+
+
+def _as_quantity(value: Any) -> int | Decimal:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    d = to_decimal(value)
+    if d is None or d <= 0:
+        raise ValueError(f"'per' must be a positive number, not {value!r}")
+    return int(d) if d == d.to_integral_value() else d
+
+
+def _qualifier(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _warning(message: str, **detail: Any) -> CallWarning:
+    from onellm.messages import CallWarning
+
+    return CallWarning(kind="pricing", message=message, detail=detail)
+
+
+def _quantities(usage: Usage, warnings: list[CallWarning], model: str) -> dict[str, int | Decimal]:
+    q: dict[str, int | Decimal] = {
+        "inputTokens": usage.input_tokens,
+        "outputTokens": usage.output_tokens,
+        "cacheCreationInputTokens": usage.cache_creation_input_tokens,
+        "cacheReadInputTokens": usage.cache_read_input_tokens,
+    }
+    for counter, amount in usage.counters.items():
+        if counter in q:
+            warnings.append(
+                _warning(
+                    f"usage counter {counter!r} repeats a main usage field; the field's value is priced",
+                    reason="duplicate_counter",
+                    model=model,
+                    counter=counter,
+                )
+            )
+            continue
+        q[counter] = amount
+    return q
+
+
+def _service_factor(
+    tiers: Mapping[str, ServiceTier] | None, tier: str | None, model: str, warnings: list[CallWarning]
+) -> Decimal | None:
+    if tier is None:
+        return None
+    known = tiers.get(tier) if tiers else None
+    if known is None and tiers:
+        lowered = tier.lower()
+        known = next((t for name, t in tiers.items() if name.lower() == lowered), None)
+    if known is not None:
+        if known.pricing_multiplier is not None:
+            return known.pricing_multiplier
+        if tier.lower() in _NEUTRAL_TIERS:
+            return None
+        warnings.append(
+            _warning(
+                f"service tier {tier!r} of {model} has no pricingMultiplier; priced at the standard rate",
+                reason="unpriced_service_tier",
+                model=model,
+                serviceTier=tier,
+            )
+        )
+        return None
+    if tier.lower() in _NEUTRAL_TIERS:
+        return None
+    warnings.append(
+        _warning(
+            f"service tier {tier!r} is not in the catalog for {model}; priced at the standard rate",
+            reason="unknown_service_tier",
+            model=model,
+            serviceTier=tier,
+        )
+    )
+    return None
+
+
+def price_usage(
+    model: ResolvedModel,
+    usage: Usage,
+    *,
+    service_tier: str | None = None,
+    batch: bool = False,
+    region: str | None = None,
+    multipliers: Sequence[str] = (),
+    qualifiers: Mapping[str, Any] | None = None,
+    today: _dt.date | None = None,
+    at: _dt.date | _dt.datetime | None = None,
+    base_url: str | None = None,
+) -> Cost:
+    """Price `usage` with `model`'s catalog prices.
+
+    Args:
+        service_tier: the tier the call ran on; defaults to `usage.service_tier`.
+        batch: the call ran through a batch API (applies `multipliers.batch`).
+        region: applies `multipliers["region:<region>"]`.
+        multipliers: further named multipliers to apply (`"fast"`, ...).
+        qualifiers: the call's qualifiers that `items[].when` can name (`{"size": "1024x1024", "quality": "high"}`).
+        today: when given, prices checked more than 180 days before it add a `pricing` warning.
+        at: the call's time; selects the `pricingPeriods` entry in force then (default: `today`, else the base price).
+        base_url: the server the call went to, when it differs from the catalog's (a loopback server is free unless
+            the catalog prices the model).
+    """
+    from onellm.messages import Cost
+
+    entry = model.entry
+    name = model.qualified_name
+    day = at.date() if isinstance(at, _dt.datetime) else at
+    if day is None:
+        day = today
+    table = entry.price_table_at(day)
+    warnings: list[CallWarning] = []
+
+    if not table.has_price:
+        local = model.local or (base_url is not None and _loopback(base_url))
+        quantities = _quantities(usage, warnings, name)
+        used = any(v for v in quantities.values())
+        if local or not used:
+            return Cost(warnings=tuple(warnings))
+        if usage.cost is not None:
+            return _reported(usage.cost, name, warnings)
+        warnings.append(
+            _warning(
+                f"{name} has no price in the catalog; its cost is unknown (total 0)",
+                reason="unknown_price",
+                model=name,
+            )
+        )
+        return Cost(warnings=tuple(warnings), priced=False)
+    return _price_with(
+        table,
+        entry.service_tiers,
+        usage,
+        name,
+        warnings,
+        service_tier=service_tier if service_tier is not None else usage.service_tier,
+        batch=batch,
+        region=region,
+        multipliers=multipliers,
+        qualifiers=qualifiers,
+        today=today,
+    )
+
+
+def _loopback(url: str) -> bool:
+    from onellm.catalog._catalog import is_loopback_url
+
+    return is_loopback_url(url)
+
+
+def _reported(amount: Decimal, name: str, warnings: list[CallWarning]) -> Cost:
+    from onellm.messages import Cost, CostLine
+
+    line = CostLine.compute("cost", 1, 1, amount, label="cost reported by the provider")
+    warnings.append(
+        _warning(
+            f"{name} has no price in the catalog; the cost the provider reported is used",
+            reason="reported_cost",
+            model=name,
+        )
+    )
+    return Cost(lines=(line,), total=line.amount, warnings=tuple(warnings))
+
+
+def _price_with(
+    table: PriceTable,
+    service_tiers: Mapping[str, ServiceTier] | None,
+    usage: Usage,
+    name: str,
+    warnings: list[CallWarning],
+    *,
+    service_tier: str | None,
+    batch: bool,
+    region: str | None,
+    multipliers: Sequence[str],
+    qualifiers: Mapping[str, Any] | None,
+    today: _dt.date | None,
+) -> Cost:
+    from onellm.messages import Cost, CostLine
+
+    quals = {str(k): _qualifier(v) for k, v in qualifiers.items()} if qualifiers else {}
+    quantities = _quantities(usage, warnings, name)
+    subset_of = table.subset_of
+
+    # Prices first: a subset counter with a price is taken out of its parent.
+    prices: dict[str, _Price | None] = {}
+    for counter, amount in quantities.items():
+        if amount:
+            prices[counter] = table.price_of(counter, quals)
+    effective = dict(quantities)
+    for counter, price in prices.items():
+        parent = subset_of.get(counter)
+        if parent is None or price is None:
+            continue
+        # The tokens sit in the nearest ancestor that keeps its own tokens (an unpriced subset stays in its parent).
+        hops = 0
+        while parent in subset_of and prices.get(parent) is None and quantities.get(parent) and hops < 16:
+            parent = subset_of[parent]
+            hops += 1
+        effective[parent] = effective.get(parent, 0) - quantities[counter]
+    for counter, amount in effective.items():
+        if amount < 0:
+            warnings.append(
+                _warning(
+                    f"the subset counters of {counter!r} add up to more than its {quantities.get(counter, 0)}; "
+                    f"{counter} is priced at zero",
+                    reason="subset_exceeds_parent",
+                    model=name,
+                    counter=counter,
+                )
+            )
+            effective[counter] = 0
+
+    # Long context: the whole request at the long-context rates.
+    total_input = usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens
+    long_context = table.long_input is not None and total_input > table.long_threshold
+    cache_scale: Decimal | None = None
+    if long_context:
+        base_input = table.flat.get("inputTokens")
+        if base_input:
+            assert table.long_input is not None
+            _SCALE.clear_flags()
+            cache_scale = _SCALE.divide(table.long_input, base_input)
+            if _SCALE.flags[Inexact]:
+                warnings.append(
+                    _warning(
+                        "the long-context cache price ratio does not terminate; it is cut at 60 significant digits",
+                        reason="inexact_scale",
+                        model=name,
+                    )
+                )
+        elif any(table.in_cache_family(c) for c in prices):
+            warnings.append(
+                _warning(
+                    f"{name} has a long-context input price but no normal input price; cache prices are not scaled",
+                    reason="long_context_unscaled",
+                    model=name,
+                )
+            )
+
+    # The tier with the highest `above` among those that apply.
+    tier = None
+    for candidate in table.tiers:
+        basis = candidate.basis
+        if basis is None or basis == "totalInputTokens":
+            value: int | Decimal = total_input
+        else:
+            value = quantities.get(basis, 0)
+        if value > candidate.above:
+            tier = candidate
+            break
+
+    # Factors on every line.
+    common = _ONE
+    factor = _service_factor(service_tiers, service_tier, name, warnings)
+    if factor is not None:
+        common = _EXACT.multiply(common, factor)
+    named: list[str] = []
+    if batch:
+        named.append("batch")
+    if region:
+        named.append(f"region:{region}")
+    named.extend(multipliers)
+    for key in named:
+        value_m = table.multipliers.get(key)
+        if value_m is None:
+            warnings.append(
+                _warning(
+                    f"{name} has no {key!r} multiplier in the catalog; it is not applied",
+                    reason="missing_multiplier",
+                    model=name,
+                    multiplier=key,
+                )
+            )
+        else:
+            common = _EXACT.multiply(common, value_m)
+
+    lines: list[CostLine] = []
+    stale: list[str] = []
+    for counter, price in prices.items():
+        amount = effective[counter]
+        if price is None:
+            if counter in subset_of:
+                continue  # stays inside its parent, which is priced (or warned) there
+            warnings.append(
+                _warning(
+                    f"{name} has no price for {counter!r} ({quantities[counter]}); it is left out of the cost",
+                    reason="unpriced_counter",
+                    model=name,
+                    counter=counter,
+                    quantity=quantities[counter],
+                )
+            )
+            continue
+        if not amount:
+            continue
+        unit = price.unit
+        per = price.per
+        label = price.label
+        if long_context:
+            if counter == "inputTokens":
+                assert table.long_input is not None
+                unit, per, label = table.long_input, MILLION, "long context"
+            elif counter == "outputTokens":
+                if table.long_output is not None:
+                    unit, per, label = table.long_output, MILLION, "long context"
+            elif cache_scale is not None and table.in_cache_family(counter):
+                unit = _SCALE.multiply(unit, cache_scale)
+                label = "long context"
+        mult = common
+        if tier is not None:
+            tier_factor = tier.multipliers.get(counter, tier.multipliers.get("*"))
+            if tier_factor is not None:
+                mult = _EXACT.multiply(mult, tier_factor)
+        if label is None:
+            label = _LABELS.get(counter)
+        if today is not None and price.as_of is not None and (today - price.as_of).days > STALE_AFTER_DAYS:
+            stale.append(counter)
+        lines.append(
+            CostLine.compute(counter, amount, per, unit, mult, label=label, source=price.source, as_of=price.as_of)
+        )
+    if stale:
+        warnings.append(
+            _warning(
+                f"prices of {name} are more than {STALE_AFTER_DAYS} days old ({', '.join(stale)})",
+                reason="stale",
+                model=name,
+                counters=stale,
+            )
+        )
+    priced = not any(w.detail is not None and w.detail.get("reason") == "unpriced_counter" for w in warnings)
+    total = _ZERO
+    for line in lines:
+        total = _EXACT.add(total, line.amount)
+    return Cost(lines=tuple(lines), total=total, warnings=tuple(warnings), priced=priced)
