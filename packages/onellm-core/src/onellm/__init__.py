@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from onellm.providers import RetryPolicy as RetryPolicy
     from onellm.tools import Tool as Tool
     from onellm.tools import ToolContext as ToolContext
+    from onellm.tools import ToolReferenceResolver as ToolReferenceResolver
     from onellm.tools import ToolResult as ToolResult
     from onellm.tools import tool as tool
 
@@ -92,6 +93,7 @@ _LAZY: dict[str, str] = {
     "ToolCall": "onellm.messages",
     "Tool": "onellm.tools",
     "ToolContext": "onellm.tools",
+    "ToolReferenceResolver": "onellm.tools",
     "ToolResult": "onellm.tools",
     "tool": "onellm.tools",
 }

@@ -5,6 +5,7 @@ A tool is a plain function (sync or async); its parameters become a closed JSON 
 `json_schema_for` is the same type-to-schema code, for structured output.
 """
 
+from onellm.tools._references import ResolvedReferences, ToolReferenceResolver, ToolRegistry
 from onellm.tools._schema import ArgumentError, JsonType, compile_type, json_schema_for, to_json_value
 from onellm.tools._tool import GRANT_KINDS, Tool, ToolContext, ToolResult, to_parts, tool
 
@@ -12,8 +13,11 @@ __all__ = [
     "GRANT_KINDS",
     "ArgumentError",
     "JsonType",
+    "ResolvedReferences",
     "Tool",
     "ToolContext",
+    "ToolReferenceResolver",
+    "ToolRegistry",
     "ToolResult",
     "compile_type",
     "json_schema_for",

@@ -1,0 +1,210 @@
+"""A definition's `references` against the registered tools and the grants: strict fails with a position, lenient drops
+with a warning, a group counts as granted only when every tool in it is."""
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from onellm import BadDefinitionError
+from onellm.capabilities import Capabilities
+from onellm.tools import Tool, ToolReferenceResolver, ToolRegistry, tool
+from onellm.yamlio import load_document
+
+
+def make(name: str, *grants: str) -> Tool[..., Any]:
+    def fn() -> None:
+        return None
+
+    return Tool.create(fn, name=name, description=name, required_grants=grants)
+
+
+@tool
+def get_docket(case_no: str) -> str:
+    """Looks up a docket."""
+    return case_no
+
+
+def registry() -> ToolRegistry:
+    reg = ToolRegistry([get_docket])
+    reg.add(
+        make("read_file", "files_read"),
+        make("write_file", "files_read", "files_write"),
+        make("execute_terminal_command", "shell"),
+        make("http_request", "network"),
+        make("ask_user"),
+    )
+    reg.add_group("builtin:files", ["read_file", "write_file"])
+    reg.add_group("os-tools", ["read_file", "execute_terminal_command"])
+    return reg
+
+
+def read_only(tmp_path: Path) -> Capabilities:
+    return Capabilities.read_only_files(tmp_path)
+
+
+def resolve(text: str, caps: Any, *, strict: bool = True) -> Any:
+    doc = load_document(text, file="agents/clerk.yaml")
+    resolver = ToolReferenceResolver(registry(), caps, strict=strict)
+    return resolver.resolve(doc.data["references"], file="agents/clerk.yaml", position=doc.position)
+
+
+def test_named_tools_resolve_in_order(tmp_path: Path) -> None:
+    out = resolve("references:\n  - tools: [get_docket, read_file, ask_user, get_docket]\n", read_only(tmp_path))
+    assert out.names == ["get_docket", "read_file", "ask_user"]
+    assert out.warnings == []
+
+
+def test_strict_unknown_tool_names_file_line_column(tmp_path: Path) -> None:
+    text = "name: clerk\nreferences:\n  - tools:\n      - get_docket\n      - get_dockets\n"
+    with pytest.raises(BadDefinitionError) as info:
+        resolve(text, read_only(tmp_path))
+    err = info.value
+    assert (err.file, err.line, err.column, err.path) == ("agents/clerk.yaml", 5, 9, "references[0].tools[1]")
+    assert "no tool named 'get_dockets' is registered" in str(err)
+    assert str(err).startswith("agents/clerk.yaml:5:9: ")
+
+
+def test_strict_ungranted_tool_names_the_grant_to_add(tmp_path: Path) -> None:
+    text = "references:\n  - tools: [read_file, execute_terminal_command]\n"
+    with pytest.raises(BadDefinitionError) as info:
+        resolve(text, read_only(tmp_path))
+    message = str(info.value)
+    assert (info.value.line, info.value.column) == (2, 24)
+    assert "tool 'execute_terminal_command' needs a shell grant" in message
+    assert "Capabilities.shell_commands(...)" in message
+
+
+@pytest.mark.parametrize(
+    ("tool_name", "advice"),
+    [
+        ("write_file", "a writable file grant: add Capabilities.files(...)"),
+        ("http_request", "a network grant: add Capabilities.network(...) or Capabilities.any_public_hosts()"),
+    ],
+)
+def test_each_grant_kind_is_named(tmp_path: Path, tool_name: str, advice: str) -> None:
+    with pytest.raises(BadDefinitionError, match=re.escape(advice)):
+        resolve(f"references:\n  - tools: [{tool_name}]\n", read_only(tmp_path))
+
+
+def test_a_tool_of_an_optional_package_names_the_package(tmp_path: Path) -> None:
+    with pytest.raises(BadDefinitionError, match="comes with the onellm-web package"):
+        resolve("references:\n  - tools: [fetch_webpage_markdown]\n", Capabilities.any_public_hosts())
+
+
+def test_no_capabilities_grants_nothing() -> None:
+    resolver = ToolReferenceResolver(registry(), None)
+    with pytest.raises(BadDefinitionError, match="needs a file grant"):
+        resolver.resolve([{"tools": ["read_file"]}])
+    assert resolver.resolve([{"tools": ["ask_user", "get_docket"]}]).names == ["ask_user", "get_docket"]
+
+
+def test_lenient_drops_with_a_positioned_warning(tmp_path: Path) -> None:
+    text = "references:\n  - tools: [read_file, execute_terminal_command, nope]\n  - tools: [ask_user]\n"
+    out = resolve(text, read_only(tmp_path), strict=False)
+    assert out.names == ["read_file", "ask_user"]
+    assert len(out.warnings) == 2
+    assert out.warnings[0].startswith("agents/clerk.yaml:2:24: tool 'execute_terminal_command' needs a shell grant")
+    assert out.warnings[0].endswith("the reference was dropped")
+    assert out.warnings[1].startswith("agents/clerk.yaml:2:50: no tool named 'nope'")
+
+
+def test_group_granted_only_when_every_tool_is(tmp_path: Path) -> None:
+    granted = resolve("references:\n  - routine: builtin:files\n", Capabilities.files(tmp_path))
+    assert granted.names == ["read_file", "write_file"]
+    with pytest.raises(BadDefinitionError) as info:
+        resolve("references:\n  - routine: builtin:files\n", read_only(tmp_path))
+    assert "source 'builtin:files' is not granted as a whole: write_file not granted" in str(info.value)
+    assert (info.value.line, info.value.column) == (2, 14)
+
+
+def test_lenient_group_leaves_the_source_out_but_keeps_granted_tools(tmp_path: Path) -> None:
+    out = resolve("references:\n  - swarm: os-tools\n", read_only(tmp_path), strict=False)
+    assert out.names == ["read_file"]
+    assert len(out.warnings) == 1
+    assert "the source 'os-tools' was left out and its granted tools taken one by one" in out.warnings[0]
+
+
+def test_routine_selection_checks_only_the_selected_tools(tmp_path: Path) -> None:
+    out = resolve("references:\n  - routine: os-tools\n    tools: [read_file]\n", read_only(tmp_path))
+    assert out.names == ["read_file"]
+    assert resolve("references:\n  - routine: os-tools\n    tools: []\n", read_only(tmp_path)).names == []
+    with pytest.raises(BadDefinitionError, match="source 'os-tools' has no tool named 'write_file'"):
+        resolve("references:\n  - routine: os-tools\n    tools: [write_file]\n", Capabilities.files(tmp_path))
+
+
+def test_routine_path_finds_a_tool_by_its_last_segment(tmp_path: Path) -> None:
+    out = resolve(
+        "references:\n  - routine: /agent-tools/os/read-file\n  - routine: /runtime/tools/get_docket\n",
+        read_only(tmp_path),
+    )
+    assert out.names == ["read_file", "get_docket"]
+
+
+def test_unknown_routine(tmp_path: Path) -> None:
+    with pytest.raises(BadDefinitionError, match=r"no tool source named 'tools/missing\.js' is registered"):
+        resolve("references:\n  - routine: tools/missing.js\n", read_only(tmp_path))
+
+
+def test_not_required_reference_is_dropped_even_in_strict_mode(tmp_path: Path) -> None:
+    out = resolve(
+        "references:\n  - routine: tools/missing.js\n    required: false\n  - tools: [ask_user]\n", read_only(tmp_path)
+    )
+    assert out.names == ["ask_user"]
+    assert out.dropped == [0]
+    assert "no tool source named 'tools/missing.js'" in out.warnings[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "message", "where"),
+    [
+        ("references:\n  - just-a-string\n", "a reference must be a mapping", (2, 5)),
+        ("references:\n  - note: nothing\n", "a reference needs routine, swarm or tools", (2, 5)),
+        ("references:\n  - tools: read_file\n", "tools must be a list of tool names", (2, 12)),
+        ("references:\n  - routine: a\n    swarm: b\n", "routine or swarm, not both", (2, 5)),
+        ("references:\n  - routine: [a]\n", "routine must be a string", (2, 14)),
+        ("references:\n  - tools: [ask_user]\n    required: maybe\n", "required must be true or false", (3, 15)),
+    ],
+)
+def test_malformed_entries(tmp_path: Path, text: str, message: str, where: tuple[int, int]) -> None:
+    with pytest.raises(BadDefinitionError, match=message) as info:
+        resolve(text, read_only(tmp_path))
+    assert (info.value.line, info.value.column) == where
+
+
+def test_positions_read_from_round_trip_nodes_without_a_position_function(tmp_path: Path) -> None:
+    doc = load_document("references:\n  - tools: [ask_user, nope]\n", file="a.yaml")
+    resolver = ToolReferenceResolver(registry(), read_only(tmp_path))
+    with pytest.raises(BadDefinitionError) as info:
+        resolver.resolve(doc.data["references"], file="a.yaml")
+    assert (info.value.line, info.value.column) == (2, 23)
+
+
+def test_plain_data_and_grant_sets() -> None:
+    resolver = ToolReferenceResolver(registry(), {"shell"})
+    assert resolver.resolve([{"tools": ["execute_terminal_command"]}]).names == ["execute_terminal_command"]
+    with pytest.raises(BadDefinitionError) as info:
+        resolver.resolve([{"tools": ["http_request"]}], file="x.yaml")
+    assert (info.value.file, info.value.line, info.value.path) == ("x.yaml", None, "references[0].tools[0]")
+
+
+def test_capability_kinds_follow_the_grants(tmp_path: Path) -> None:
+    caps = Capabilities.read_only_files(tmp_path) + Capabilities.shell_commands("ls") + Capabilities.network("a.com")
+    resolver = ToolReferenceResolver(registry(), caps)
+    assert resolver.resolve([{"tools": ["read_file", "execute_terminal_command", "http_request"]}]).names == [
+        "read_file",
+        "execute_terminal_command",
+        "http_request",
+    ]
+    assert resolver.missing_grants(registry()["write_file"]) == ["files_write"]
+
+
+def test_registry_refuses_duplicate_names() -> None:
+    reg = ToolRegistry([get_docket])
+    with pytest.raises(ValueError, match="already registered"):
+        reg.add(make("get_docket"))
+    reg.add(make("get_docket"), replace=True)
+    assert reg["get_docket"] is not get_docket
+    with pytest.raises(ValueError, match="no tool named 'x'"):
+        reg.add_group("g", ["x"])
