@@ -1,0 +1,139 @@
+"""The agent's own tools: `todo` (a plan), `memory` (notes kept across runs) and `ask_user` (a question to a person).
+
+`todo` and `memory` need the write grant on the working directory; they keep their files in the state directory
+(`onellm.tools.builtin._state`), which the file tools cannot reach. `ask_user` needs no grant: it returns one JSON part
+`{"type": "ask_user", "question": ..., "choices": [...]}` that a runner recognises (`ask_user_request`) to put the
+instance in the waiting state until a person answers.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from onellm.errors import CapabilityDeniedError
+from onellm.tools import Tool, ToolContext
+from onellm.tools.builtin._options import BuiltinOptions
+from onellm.tools.builtin._state import MemoryStore, StateError, TodoItem, TodoStore, render_todos
+
+__all__ = ["AskUserRequest", "agent_tools", "ask_user_request"]
+
+_MAX_QUESTION_CHARS = 4000
+_MAX_CHOICES = 20
+_MAX_CHOICE_CHARS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class AskUserRequest:
+    """A question `ask_user` put to a person."""
+
+    question: str
+    choices: tuple[str, ...]
+
+
+def ask_user_request(part: object) -> AskUserRequest | None:
+    """The question held by an `ask_user` result part, or None when the part is something else.
+
+    Accepts a `JsonPart` or its plain JSON value.
+    """
+    value: Any = getattr(part, "json", part)
+    if not isinstance(value, Mapping) or value.get("type") != "ask_user":
+        return None
+    question = value.get("question")
+    choices = value.get("choices", [])
+    if not isinstance(question, str) or not isinstance(choices, list) or not all(isinstance(c, str) for c in choices):
+        return None
+    return AskUserRequest(question, tuple(choices))
+
+
+def _state_directory(ctx: ToolContext, options: BuiltinOptions) -> Path:
+    """The state directory, after checking the call may write in its working directory (the grant these tools use)."""
+    caps = ctx.capabilities
+    working = Path(ctx.working_directory)
+    if not caps.is_writable(str(working)):
+        raise CapabilityDeniedError(
+            f"todo and memory need the write grant on the working directory {working}",
+            target=str(working),
+            rule="files-write",
+        )
+    if options.state_directory is not None:
+        return Path(options.state_directory)
+    return Path(os.path.realpath(working)) / ".onellm"
+
+
+def agent_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
+    """`todo`, `memory` and `ask_user`, bound to `options`."""
+
+    def todo(ctx: ToolContext, todos: list[TodoItem] | None = None) -> str:
+        """Keeps the plan for this task as a todo list. Call with todos to replace the whole list; without to read it.
+
+        Keep exactly one item in_progress while working, and mark items completed as soon as they are done.
+
+        Args:
+            todos: The complete new list, in order. Omit it to read the current list.
+        """
+        store = TodoStore(_state_directory(ctx, options), ctx.instance_id)
+        if todos is not None:
+            store.write(list(todos))
+        return render_todos(store.read())
+
+    def memory(
+        action: Literal["list", "read", "write", "append", "delete"],
+        ctx: ToolContext,
+        key: str | None = None,
+        content: str | None = None,
+    ) -> str:
+        """Keeps notes that outlast this run, one entry per key, shared by agents in the same working directory.
+
+        Args:
+            action: 'list' the keys, 'read' an entry, 'write' (replace) or 'append' to one, or 'delete' it.
+            key: The entry: 1 to 64 letters, digits, '.', '_' or '-'. Needed for every action but 'list'.
+            content: The text to write or append.
+        """
+        store = MemoryStore(_state_directory(ctx, options))
+        if action == "list":
+            keys = store.keys()
+            return "\n".join(keys) if keys else "Memory is empty."
+        if key is None:
+            raise StateError(f"memory action {action!r} needs a key")
+        if action == "read":
+            return store.read(key)
+        if action == "delete":
+            store.delete(key)
+            return f"Deleted memory entry {key!r}."
+        if content is None:
+            raise StateError(f"memory action {action!r} needs content")
+        size = store.write(key, content, append=action == "append")
+        return f"{'Appended to' if action == 'append' else 'Wrote'} memory entry {key!r} ({size} characters)."
+
+    def ask_user(question: str, choices: list[str] | None = None) -> dict[str, Any]:
+        """Asks the person a question and waits for the answer, which arrives as this call's result.
+
+        Ask only what you cannot find out yourself; one question at a time.
+
+        Args:
+            question: The question, in full sentences.
+            choices: Suggested answers the person can pick from; they may still answer freely.
+        """
+        if not question.strip():
+            raise ValueError("question is empty")
+        if len(question) > _MAX_QUESTION_CHARS:
+            raise ValueError(f"question is longer than {_MAX_QUESTION_CHARS} characters")
+        picks = list(choices or [])
+        if len(picks) > _MAX_CHOICES:
+            raise ValueError(f"choices holds {len(picks)} entries; at most {_MAX_CHOICES}")
+        for i, choice in enumerate(picks):
+            if not choice.strip():
+                raise ValueError(f"choices[{i}] is empty")
+            if len(choice) > _MAX_CHOICE_CHARS:
+                raise ValueError(f"choices[{i}] is longer than {_MAX_CHOICE_CHARS} characters")
+        return {"type": "ask_user", "question": question, "choices": picks}
+
+    return [
+        Tool.create(todo, required_grants=("files_write",), parallel_safe=False),
+        Tool.create(memory, required_grants=("files_write",), parallel_safe=False),
+        Tool.create(ask_user, in_thread=False),
+    ]
