@@ -305,6 +305,13 @@ def test_tool_call_cost_lines_round_trip() -> None:
         ({"extraParts": [{"refusal": 5}]}, "message.extraParts[0].refusal"),
         ({"dateTime": "yesterday"}, "message.dateTime"),
         ({"dateTime": "2026-02-30T00:00:00Z"}, "message.dateTime"),
+        ({"dateTime": "2026-04-31T00:00:00.5Z"}, "message.dateTime"),
+        ({"dateTime": "2025-02-29T00:00:00Z"}, "message.dateTime"),
+        ({"dateTime": "2026-13-01T00:00:00Z"}, "message.dateTime"),
+        ({"dateTime": "2026-01-01T24:00:00Z"}, "message.dateTime"),
+        ({"dateTime": "2026-01-01T00:00:00+24:00"}, "message.dateTime"),
+        ({"dateTime": "2026-01-01T00:00:00.Z"}, "message.dateTime"),
+        ({"dateTime": " 2026-01-01T00:00:00Z"}, "message.dateTime"),
         ({"dateTime": "2026-01-01T00:00:00"}, "message.dateTime"),
         ({"dateTime": 1700000000}, "message.dateTime"),
         ({"cache": "true"}, "message.cache"),
@@ -339,6 +346,8 @@ def test_path_prefix_from_caller() -> None:
         "2026-03-04t05:06:07z",
         "2026-03-04T05:06:07.123456789Z",
         "2016-12-31T23:59:60Z",
+        "2024-02-29T12:00:00.5Z",
+        "1969-07-20T20:17:40.0000001Z",
     ],
 )
 def test_timestamps_write_back_exactly(text: str) -> None:
@@ -355,6 +364,13 @@ def test_timestamp_keeps_the_seventh_digit() -> None:
     assert Timestamp.from_datetime(ts.datetime, 7) == ts
     assert ts != Timestamp("2026-03-04T05:06:07.1234568Z")
     assert ts < Timestamp("2026-03-04T05:06:07.1234568Z")
+
+
+def test_timestamp_before_the_epoch() -> None:
+    ts = Timestamp("1969-12-31T23:59:59.9999999Z")
+    assert ts.ticks == -1
+    assert ts.hundred_ns == 9
+    assert Timestamp.from_ticks(-1) == ts
 
 
 def test_timestamp_offsets_and_instants() -> None:

@@ -12,15 +12,17 @@ last. The layout is not part of equality: two objects with the same values are e
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal, InvalidOperation
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import msgspec
 
 from onellm.errors import BadDefinitionError
 
 __all__ = ["Model"]
+
+T = TypeVar("T")
 
 
 class Model(msgspec.Struct, kw_only=True, dict=True, repr_omit_defaults=True):
@@ -61,6 +63,21 @@ def _same(value: Any, default: Any) -> bool:
     return type(value) is type(default) and bool(value == default)
 
 
+def read_list(reader: Callable[[Any, str], T], value: Any, path: str) -> list[T]:
+    """Read each item of a list with `reader`.
+
+    Item paths (`[3]`) are only formatted when an item is bad: the list is then read again with them, so the error
+    names the item without the happy path paying for the text.
+    """
+    items = need_list(value, path)
+    try:
+        return [reader(item, path) for item in items]
+    except BadDefinitionError:
+        for i, item in enumerate(items):
+            reader(item, f"{path}[{i}]")
+        raise
+
+
 def bad(path: str, message: str) -> BadDefinitionError:
     """The typed error for bad message data at `path`."""
     return BadDefinitionError(message, path=path)
@@ -82,79 +99,79 @@ def type_name(value: Any) -> str:
     return type(value).__name__
 
 
-def need_mapping(value: Any, path: str) -> Mapping[str, Any]:
-    if isinstance(value, Mapping):
+def need_mapping(value: Any, path: str, key: str = "") -> Mapping[str, Any]:
+    if type(value) is dict or isinstance(value, Mapping):
         return value
-    raise bad(path, f"expected a mapping, found {type_name(value)}")
+    raise bad(path + key, f"expected a mapping, found {type_name(value)}")
 
 
-def need_list(value: Any, path: str) -> list[Any]:
+def need_list(value: Any, path: str, key: str = "") -> list[Any]:
     if type(value) is list:
         return value
     if isinstance(value, list | tuple):
         return list(value)
-    raise bad(path, f"expected a list, found {type_name(value)}")
+    raise bad(path + key, f"expected a list, found {type_name(value)}")
 
 
-def opt_str(value: Any, path: str) -> str | None:
+def opt_str(value: Any, path: str, key: str = "") -> str | None:
     if value is None or type(value) is str:
         return value
-    raise bad(path, f"expected a string, found {type_name(value)}")
+    raise bad(path + key, f"expected a string, found {type_name(value)}")
 
 
-def need_str(value: Any, path: str) -> str:
+def need_str(value: Any, path: str, key: str = "") -> str:
     if type(value) is str:
         return value
-    raise bad(path, f"expected a string, found {type_name(value)}")
+    raise bad(path + key, f"expected a string, found {type_name(value)}")
 
 
-def opt_bool(value: Any, path: str) -> bool:
+def opt_bool(value: Any, path: str, key: str = "") -> bool:
     if value is None:
         return False
     if value is True or value is False:
         return value
-    raise bad(path, f"expected true or false, found {type_name(value)}")
+    raise bad(path + key, f"expected true or false, found {type_name(value)}")
 
 
-def need_int(value: Any, path: str) -> int:
+def need_int(value: Any, path: str, key: str = "") -> int:
     if value is None:
         return 0
     if type(value) is int:
         return value
     if isinstance(value, Decimal | float) and not isinstance(value, bool) and value == int(value):
         return int(value)
-    raise bad(path, f"expected a whole number, found {type_name(value)}")
+    raise bad(path + key, f"expected a whole number, found {type_name(value)}")
 
 
-def to_decimal(value: Any, path: str) -> Decimal:
+def to_decimal(value: Any, path: str, key: str = "") -> Decimal:
     """An exact decimal from a plain number (a float goes through its shortest text, never its binary value)."""
     if type(value) is Decimal:
         if not value.is_finite():
-            raise bad(path, "expected a finite number")
+            raise bad(path + key, "expected a finite number")
         return value
     if type(value) is int:
         return Decimal(value)
     if type(value) is float:
         if value != value or value in (float("inf"), float("-inf")):
-            raise bad(path, "expected a finite number")
+            raise bad(path + key, "expected a finite number")
         return Decimal(repr(value))
     if type(value) is str:
         try:
             parsed = Decimal(value.strip())
         except InvalidOperation:
-            raise bad(path, f"expected a number, found the string {value!r}") from None
+            raise bad(path + key, f"expected a number, found the string {value!r}") from None
         if not parsed.is_finite():
-            raise bad(path, "expected a finite number")
+            raise bad(path + key, "expected a finite number")
         return parsed
-    raise bad(path, f"expected a number, found {type_name(value)}")
+    raise bad(path + key, f"expected a number, found {type_name(value)}")
 
 
-def opt_decimal(value: Any, path: str) -> Decimal | None:
-    return None if value is None else to_decimal(value, path)
+def opt_decimal(value: Any, path: str, key: str = "") -> Decimal | None:
+    return None if value is None else to_decimal(value, path, key)
 
 
-def quantity(value: Any, path: str) -> int | Decimal:
+def quantity(value: Any, path: str, key: str = "") -> int | Decimal:
     """A counter value: an integer stays an integer, anything else becomes an exact decimal."""
     if type(value) is int:
         return value
-    return to_decimal(value, path)
+    return to_decimal(value, path, key)

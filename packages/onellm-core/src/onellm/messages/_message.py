@@ -19,11 +19,11 @@ import msgspec
 from onellm.messages._base import (
     Model,
     bad,
-    need_list,
     need_mapping,
     opt_bool,
     opt_decimal,
     opt_str,
+    read_list,
     relayout,
     set_layout,
     type_name,
@@ -46,8 +46,7 @@ __all__ = ["Message", "MessageSource", "ToolCall"]
 def _parts(value: Any, path: str) -> list[Part]:
     if value is None:
         return []
-    items = need_list(value, path)
-    return [part_from_data(item, f"{path}[{i}]") for i, item in enumerate(items)]
+    return read_list(part_from_data, value, path)
 
 
 class ToolCall(Model, kw_only=True):
@@ -95,33 +94,31 @@ class ToolCall(Model, kw_only=True):
             if key == "tool":
                 continue
             if key == "id":
-                call.id = opt_str(value, f"{path}.id")
+                call.id = opt_str(value, path, ".id")
             elif key == "inputs":
                 if value is not None:
-                    inputs = need_mapping(value, f"{path}.inputs")
+                    inputs = need_mapping(value, path, ".inputs")
                     call.inputs = inputs if type(inputs) is dict else dict(inputs)
             elif key == "result":
-                call.result = _read_result(call, value, f"{path}.result")
+                call.result = _read_result(call, value, path + ".result")
             elif key == "isError":
-                call.is_error = opt_bool(value, f"{path}.isError")
+                call.is_error = opt_bool(value, path, ".isError")
             elif key == "cost":
-                call.cost = opt_decimal(value, f"{path}.cost")
+                call.cost = opt_decimal(value, path, ".cost")
             elif key == "costLines":
                 if value is not None:
-                    lpath = f"{path}.costLines"
-                    call.cost_lines = [
-                        CostLine.from_data(item, f"{lpath}[{i}]") for i, item in enumerate(need_list(value, lpath))
-                    ]
+                    lpath = path + ".costLines"
+                    call.cost_lines = read_list(CostLine.from_data, value, lpath)
             elif key == "routine":
-                call.routine = opt_str(value, f"{path}.routine")
+                call.routine = opt_str(value, path, ".routine")
             elif key == "invalidInputs":
-                call.invalid_inputs = opt_str(value, f"{path}.invalidInputs")
+                call.invalid_inputs = opt_str(value, path, ".invalidInputs")
             elif key == "when":
-                call.when = opt_str(value, f"{path}.when")
+                call.when = opt_str(value, path, ".when")
             elif key == "injected":
-                call.injected = opt_bool(value, f"{path}.injected")
+                call.injected = opt_bool(value, path, ".injected")
             elif key == "injectedBy":
-                call.injected_by = opt_str(value, f"{path}.injectedBy")
+                call.injected_by = opt_str(value, path, ".injectedBy")
             else:
                 extra[key] = value
         call.extra = extra
@@ -221,9 +218,9 @@ class MessageSource(Model, kw_only=True):
         extra: dict[str, Any] = {}
         for key, value in d.items():
             if key == "kind":
-                src.kind = opt_str(value, f"{path}.kind")
+                src.kind = opt_str(value, path, ".kind")
             elif key == "name":
-                src.name = opt_str(value, f"{path}.name")
+                src.name = opt_str(value, path, ".name")
             else:
                 extra[key] = value
         src.extra = extra
@@ -351,29 +348,27 @@ class Message(Model, kw_only=True):
         calls: list[ToolCall] = []
         for key, value in d.items():
             if key == "id":
-                msg.id = opt_str(value, f"{path}.id")
+                msg.id = opt_str(value, path, ".id")
             elif key == "user":
-                msg.user = _parts(value, f"{path}.user")
+                msg.user = _parts(value, path + ".user")
             elif key == "assistant":
                 a_raw = value
             elif key == "toolCalls":
                 if value is not None:
-                    tpath = f"{path}.toolCalls"
-                    calls = [
-                        ToolCall.from_data(item, f"{tpath}[{i}]") for i, item in enumerate(need_list(value, tpath))
-                    ]
+                    tpath = path + ".toolCalls"
+                    calls = read_list(ToolCall.from_data, value, tpath)
             elif key == "reasoning":
                 r_raw = value
             elif key == "dateTime":
-                msg.date_time = _read_timestamp(value, f"{path}.dateTime")
+                msg.date_time = _read_timestamp(value, path, ".dateTime")
             elif key == "source":
-                msg.source = None if value is None else MessageSource.from_data(value, f"{path}.source")
+                msg.source = None if value is None else MessageSource.from_data(value, path + ".source")
             elif key == "cache":
-                msg.cache = opt_bool(value, f"{path}.cache")
+                msg.cache = opt_bool(value, path, ".cache")
             elif key == "usage":
-                msg.usage = None if value is None else Usage.from_data(value, f"{path}.usage")
+                msg.usage = None if value is None else Usage.from_data(value, path + ".usage")
             elif key == "when":
-                msg.when = opt_str(value, f"{path}.when")
+                msg.when = opt_str(value, path, ".when")
             elif key == "partOrder":
                 order = value
             elif key == "extraParts":
@@ -382,15 +377,13 @@ class Message(Model, kw_only=True):
                 extra[key] = value
         msg.extra = extra
         msg.tool_calls = calls
-        a_list = _parts(a_raw, f"{path}.assistant")
+        a_list = _parts(a_raw, path + ".assistant")
         if r_raw is None:
             r_list: list[Part] = []
         else:
-            rpath = f"{path}.reasoning"
-            r_list = [
-                reasoning_entry_from_data(item, f"{rpath}[{i}]") for i, item in enumerate(need_list(r_raw, rpath))
-            ]
-        x_list = _parts(x_raw, f"{path}.extraParts")
+            rpath = path + ".reasoning"
+            r_list = read_list(reasoning_entry_from_data, r_raw, rpath)
+        x_list = _parts(x_raw, path + ".extraParts")
         _assemble(msg, a_list, r_list, x_list, calls, order)
         set_layout(msg, tuple(d))
         return msg
@@ -448,21 +441,21 @@ _MESSAGE_DEFAULTS: dict[str, Any] = {
 }
 
 
-def _read_timestamp(value: Any, path: str) -> Timestamp | None:
+def _read_timestamp(value: Any, path: str, key: str = "") -> Timestamp | None:
     if value is None:
         return None
     if type(value) is str:
         try:
             return Timestamp(value)
         except ValueError as exc:
-            raise bad(path, str(exc)) from None
+            raise bad(path + key, str(exc)) from None
     if isinstance(value, datetime):
         # A YAML loader that resolves timestamps hands over a datetime; keep what it holds.
         try:
             return Timestamp.from_datetime(value)
         except ValueError as exc:
-            raise bad(path, str(exc)) from None
-    raise bad(path, f"expected an RFC 3339 timestamp, found {type_name(value)}")
+            raise bad(path + key, str(exc)) from None
+    raise bad(path + key, f"expected an RFC 3339 timestamp, found {type_name(value)}")
 
 
 def _assemble(

@@ -18,11 +18,11 @@ from onellm.messages._base import (
     Model,
     bad,
     need_int,
-    need_list,
     need_mapping,
     need_str,
     opt_decimal,
     opt_str,
+    read_list,
     relayout,
     set_layout,
     type_name,
@@ -74,15 +74,15 @@ class Annotation(Model, kw_only=True):
         extra: dict[str, Any] = {}
         for key, value in d.items():
             if key == "type":
-                a.type = opt_str(value, f"{path}.type")
+                a.type = opt_str(value, path, ".type")
             elif key == "url":
-                a.url = opt_str(value, f"{path}.url")
+                a.url = opt_str(value, path, ".url")
             elif key == "title":
-                a.title = opt_str(value, f"{path}.title")
+                a.title = opt_str(value, path, ".title")
             elif key == "startIndex":
-                a.start_index = None if value is None else need_int(value, f"{path}.startIndex")
+                a.start_index = None if value is None else need_int(value, path, ".startIndex")
             elif key == "endIndex":
-                a.end_index = None if value is None else need_int(value, f"{path}.endIndex")
+                a.end_index = None if value is None else need_int(value, path, ".endIndex")
             else:
                 extra[key] = value
         a.extra = extra
@@ -462,10 +462,8 @@ def _read_text(d: Mapping[str, Any], path: str) -> TextPart:
             continue
         if key == "annotations":
             if value is not None:
-                apath = f"{path}.annotations"
-                annotations = [
-                    Annotation.from_data(item, f"{apath}[{i}]") for i, item in enumerate(need_list(value, apath))
-                ]
+                apath = path + ".annotations"
+                annotations = read_list(Annotation.from_data, value, apath)
         else:
             extra[key] = value
     part = TextPart(text, annotations, extra)
@@ -478,22 +476,22 @@ def _read_asset(d: Mapping[str, Any], path: str) -> AssetPart:
     extra: dict[str, Any] = {}
     for key, value in d.items():
         if key == "asset":
-            apath = f"{path}.asset"
+            apath = path + ".asset"
             inner = need_mapping(value, apath)
             asset_extra: dict[str, Any] = {}
             for k, v in inner.items():
                 if k == "storage":
-                    part.storage = opt_str(v, f"{apath}.storage")
+                    part.storage = opt_str(v, apath, ".storage")
                 elif k == "key":
-                    part.key = opt_str(v, f"{apath}.key")
+                    part.key = opt_str(v, apath, ".key")
                 elif k == "hash":
-                    part.hash = opt_str(v, f"{apath}.hash")
+                    part.hash = opt_str(v, apath, ".hash")
                 elif k == "contentType":
-                    part.content_type = opt_str(v, f"{apath}.contentType")
+                    part.content_type = opt_str(v, apath, ".contentType")
                 elif k == "size":
-                    part.size = None if v is None else need_int(v, f"{apath}.size")
+                    part.size = None if v is None else need_int(v, apath, ".size")
                 elif k == "name":
-                    part.name = opt_str(v, f"{apath}.name")
+                    part.name = opt_str(v, apath, ".name")
                 elif k == "data":
                     part.data = v
                 else:
@@ -517,11 +515,11 @@ def _read_reasoning(d: Mapping[str, Any], path: str) -> ReasoningPart:
     extra: dict[str, Any] = {}
     for key, value in d.items():
         if key == "reasoning":
-            part.text = "" if value is None else need_str(value, f"{path}.reasoning")
+            part.text = "" if value is None else need_str(value, path, ".reasoning")
         elif key == "provider":
-            part.provider = opt_str(value, f"{path}.provider")
+            part.provider = opt_str(value, path, ".provider")
         elif key == "display":
-            part.display = opt_str(value, f"{path}.display")
+            part.display = opt_str(value, path, ".display")
         elif key == "data":
             part.data = value
         else:
@@ -532,23 +530,23 @@ def _read_reasoning(d: Mapping[str, Any], path: str) -> ReasoningPart:
 
 
 def _read_hosted(d: Mapping[str, Any], path: str) -> HostedToolCallPart:
-    part = HostedToolCallPart(need_str(d["hostedToolCall"], f"{path}.hostedToolCall"))
+    part = HostedToolCallPart(need_str(d["hostedToolCall"], path, ".hostedToolCall"))
     extra: dict[str, Any] = {}
     for key, value in d.items():
         if key == "hostedToolCall":
             continue
         if key == "provider":
-            part.provider = opt_str(value, f"{path}.provider")
+            part.provider = opt_str(value, path, ".provider")
         elif key == "id":
-            part.id = opt_str(value, f"{path}.id")
+            part.id = opt_str(value, path, ".id")
         elif key == "status":
-            part.status = opt_str(value, f"{path}.status")
+            part.status = opt_str(value, path, ".status")
         elif key == "inputs":
             part.inputs = value
         elif key == "result":
             part.result = value
         elif key == "cost":
-            part.cost = opt_decimal(value, f"{path}.cost")
+            part.cost = opt_decimal(value, path, ".cost")
         elif key == "data":
             part.data = value
         else:
@@ -559,7 +557,7 @@ def _read_hosted(d: Mapping[str, Any], path: str) -> HostedToolCallPart:
 
 
 def _read_refusal(d: Mapping[str, Any], path: str) -> RefusalPart:
-    part = RefusalPart(need_str(d["refusal"], f"{path}.refusal"), {k: v for k, v in d.items() if k != "refusal"})
+    part = RefusalPart(need_str(d["refusal"], path, ".refusal"), {k: v for k, v in d.items() if k != "refusal"})
     set_layout(part, tuple(d))
     return part
 
@@ -571,19 +569,19 @@ def _read_json(d: Mapping[str, Any], path: str) -> JsonPart:
 
 
 def _read_file_ref(d: Mapping[str, Any], path: str) -> FileRefPart:
-    part = FileRefPart(need_str(d["fileRef"], f"{path}.fileRef"))
+    part = FileRefPart(need_str(d["fileRef"], path, ".fileRef"))
     extra: dict[str, Any] = {}
     for key, value in d.items():
         if key == "fileRef":
             continue
         if key == "provider":
-            part.provider = opt_str(value, f"{path}.provider")
+            part.provider = opt_str(value, path, ".provider")
         elif key == "contentType":
-            part.content_type = opt_str(value, f"{path}.contentType")
+            part.content_type = opt_str(value, path, ".contentType")
         elif key == "name":
-            part.name = opt_str(value, f"{path}.name")
+            part.name = opt_str(value, path, ".name")
         elif key == "uri":
-            part.uri = opt_str(value, f"{path}.uri")
+            part.uri = opt_str(value, path, ".uri")
         else:
             extra[key] = value
     part.extra = extra
@@ -592,7 +590,7 @@ def _read_file_ref(d: Mapping[str, Any], path: str) -> FileRefPart:
 
 
 def _read_provider_part(d: Mapping[str, Any], path: str) -> ProviderPart:
-    part = ProviderPart(need_str(d["providerPart"], f"{path}.providerPart"))
+    part = ProviderPart(need_str(d["providerPart"], path, ".providerPart"))
     extra: dict[str, Any] = {}
     for key, value in d.items():
         if key == "providerPart":
@@ -607,7 +605,7 @@ def _read_provider_part(d: Mapping[str, Any], path: str) -> ProviderPart:
 
 
 def _read_from(d: Mapping[str, Any], path: str) -> FromPart:
-    part = FromPart(need_str(d["from"], f"{path}.from"), {k: v for k, v in d.items() if k != "from"})
+    part = FromPart(need_str(d["from"], path, ".from"), {k: v for k, v in d.items() if k != "from"})
     set_layout(part, tuple(d))
     return part
 

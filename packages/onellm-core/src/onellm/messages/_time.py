@@ -18,6 +18,10 @@ __all__ = ["Timestamp"]
 _RFC3339 = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))\Z"
 )
+_SHAPE = re.compile(
+    r"[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])[Tt](?:[01][0-9]|2[0-3]):[0-5][0-9]:(?:[0-5][0-9]|60)"
+    r"(?:\.[0-9]{1,9})?(?:[Zz]|[+-][0-2][0-9]:[0-5][0-9])"
+).fullmatch
 _EPOCH = DateTime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -30,29 +34,38 @@ class Timestamp:
     __slots__ = ("_datetime", "_text", "_ticks")
 
     _text: str
-    _datetime: DateTime
+    _datetime: DateTime | None
     _ticks: int
 
     def __init__(self, text: str) -> None:
-        """Parse `text`.
+        """Check `text`; the instant is worked out on first use, so loading a long conversation stays cheap.
 
         Raises:
-            ValueError: `text` is not an RFC 3339 timestamp with an offset.
+            ValueError: `text` is not an RFC 3339 timestamp with an offset, or names a day or offset that does not exist.
         """
         if type(text) is not str:
             raise TypeError(f"Timestamp takes a str, not {type(text).__name__}")
-        m = _RFC3339.match(text)
-        if m is None:
+        if _SHAPE(text) is None:
             raise ValueError(f"not an RFC 3339 timestamp with an offset: {text!r}")
+        self._text = text
+        self._datetime = None
+        self._ticks = -1
+        if text[8] == "3" or text[8:10] == "29" or text[-6] in "+-" or text[17] == "6":
+            # A day that may not exist in its month, an offset or a leap second: check now rather than on first use.
+            self._parse()
+
+    def _parse(self) -> DateTime:
+        m = _RFC3339.match(self._text)
+        if m is None:
+            raise ValueError(f"not an RFC 3339 timestamp with an offset: {self._text!r}")
         year, month, day, hour, minute, second, frac, zulu, sign, oh, om = m.groups()
-        digits = (frac or "").ljust(7, "0")[:7]
-        hundred_ns = int(digits)
+        hundred_ns = int((frac or "").ljust(7, "0")[:7])
         if zulu:
             tz: timezone = UTC
         else:
             offset = timedelta(hours=int(oh), minutes=int(om))
             if offset >= timedelta(hours=24):
-                raise ValueError(f"offset out of range in {text!r}")
+                raise ValueError(f"offset out of range in {self._text!r}")
             tz = timezone(-offset if sign == "-" else offset) if offset else UTC
         sec = int(second)
         if sec == 60:
@@ -62,11 +75,11 @@ class Timestamp:
         try:
             dt = DateTime(int(year), int(month), int(day), int(hour), int(minute), sec, hundred_ns // 10, tzinfo=tz)
         except ValueError as exc:
-            raise ValueError(f"invalid date or time in {text!r}: {exc}") from None
-        self._text = text
-        self._datetime = dt
+            raise ValueError(f"invalid date or time in {self._text!r}: {exc}") from None
         delta = dt - _EPOCH
+        self._datetime = dt
         self._ticks = (delta.days * 86_400 + delta.seconds) * 10_000_000 + hundred_ns
+        return dt
 
     @classmethod
     def now(cls) -> Timestamp:
@@ -118,17 +131,20 @@ class Timestamp:
     @property
     def datetime(self) -> DateTime:
         """The instant as an aware `datetime` in the timestamp's own offset (microseconds; the 7th digit dropped)."""
-        return self._datetime
+        dt = self._datetime
+        return self._parse() if dt is None else dt
 
     @property
     def ticks(self) -> int:
         """100 ns ticks since 1970-01-01T00:00:00Z."""
+        if self._ticks < 0 and self._datetime is None:
+            self._parse()
         return self._ticks
 
     @property
     def hundred_ns(self) -> int:
         """The seventh fractional digit (0-9): what `datetime` cannot hold."""
-        return self._ticks % 10
+        return self.ticks % 10
 
     def __str__(self) -> str:
         return self._text
@@ -145,20 +161,20 @@ class Timestamp:
         return hash(self._text)
 
     def __lt__(self, other: Timestamp) -> bool:
-        return self._ticks < other._ticks
+        return self.ticks < other.ticks
 
     def __le__(self, other: Timestamp) -> bool:
-        return self._ticks <= other._ticks
+        return self.ticks <= other.ticks
 
     def __gt__(self, other: Timestamp) -> bool:
-        return self._ticks > other._ticks
+        return self.ticks > other.ticks
 
     def __ge__(self, other: Timestamp) -> bool:
-        return self._ticks >= other._ticks
+        return self.ticks >= other.ticks
 
     def same_instant(self, other: Timestamp) -> bool:
         """True when both name the same instant, whatever their offsets or number of digits."""
-        return self._ticks == other._ticks
+        return self.ticks == other.ticks
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Timestamp, (self._text,))

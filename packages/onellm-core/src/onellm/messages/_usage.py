@@ -17,12 +17,12 @@ from onellm.messages._base import (
     Model,
     bad,
     need_int,
-    need_list,
     need_mapping,
     need_str,
     opt_decimal,
     opt_str,
     quantity,
+    read_list,
     relayout,
     set_layout,
     to_decimal,
@@ -124,27 +124,27 @@ class CostLine(Model, kw_only=True):
         extra: dict[str, Any] = {}
         for key, value in d.items():
             if key == "counter":
-                counter = need_str(value, f"{path}.counter")
+                counter = need_str(value, path, ".counter")
             elif key == "quantity":
-                qty = None if value is None else quantity(value, f"{path}.quantity")
+                qty = None if value is None else quantity(value, path, ".quantity")
             elif key == "per":
                 if value is not None:
-                    per = quantity(value, f"{path}.per")
+                    per = quantity(value, path, ".per")
                     if not per:
                         raise bad(f"{path}.per", "per must not be zero")
             elif key == "unitPrice":
-                unit_price = opt_decimal(value, f"{path}.unitPrice")
+                unit_price = opt_decimal(value, path, ".unitPrice")
             elif key == "multiplier":
                 if value is not None:
-                    multiplier = to_decimal(value, f"{path}.multiplier")
+                    multiplier = to_decimal(value, path, ".multiplier")
             elif key == "amount":
-                amount = opt_decimal(value, f"{path}.amount")
+                amount = opt_decimal(value, path, ".amount")
             elif key == "label":
-                label = opt_str(value, f"{path}.label")
+                label = opt_str(value, path, ".label")
             elif key == "source":
-                source = opt_str(value, f"{path}.source")
+                source = opt_str(value, path, ".source")
             elif key == "asOf":
-                as_of = _read_date(value, f"{path}.asOf")
+                as_of = _read_date(value, path, ".asOf")
             else:
                 extra[key] = value
         if counter is None:
@@ -209,7 +209,7 @@ def exact_amount(qty: int | Decimal, per: int | Decimal, unit_price: Decimal, mu
     return _EXACT.divide(numerator, Decimal(per))
 
 
-def _read_date(value: Any, path: str) -> date | None:
+def _read_date(value: Any, path: str, key: str = "") -> date | None:
     if value is None:
         return None
     if type(value) is date:
@@ -218,8 +218,8 @@ def _read_date(value: Any, path: str) -> date | None:
         try:
             return date.fromisoformat(value)
         except ValueError:
-            raise bad(path, f"expected a date like 2026-01-31, found {value!r}") from None
-    raise bad(path, f"expected a date, found {type_name(value)}")
+            raise bad(path + key, f"expected a date like 2026-01-31, found {value!r}") from None
+    raise bad(path + key, f"expected a date, found {type_name(value)}")
 
 
 class Usage(Model, kw_only=True):
@@ -282,32 +282,30 @@ class Usage(Model, kw_only=True):
         extra: dict[str, Any] = {}
         for key, value in d.items():
             if key == "inputTokens":
-                u.input_tokens = need_int(value, f"{path}.inputTokens")
+                u.input_tokens = need_int(value, path, ".inputTokens")
             elif key == "outputTokens":
-                u.output_tokens = need_int(value, f"{path}.outputTokens")
+                u.output_tokens = need_int(value, path, ".outputTokens")
             elif key == "cacheReadInputTokens":
-                u.cache_read_input_tokens = need_int(value, f"{path}.cacheReadInputTokens")
+                u.cache_read_input_tokens = need_int(value, path, ".cacheReadInputTokens")
             elif key == "cacheCreationInputTokens":
-                u.cache_creation_input_tokens = need_int(value, f"{path}.cacheCreationInputTokens")
+                u.cache_creation_input_tokens = need_int(value, path, ".cacheCreationInputTokens")
             elif key == "model":
-                u.model = opt_str(value, f"{path}.model")
+                u.model = opt_str(value, path, ".model")
             elif key == "serviceTier":
-                u.service_tier = opt_str(value, f"{path}.serviceTier")
+                u.service_tier = opt_str(value, path, ".serviceTier")
             elif key == "cost":
-                u.cost = opt_decimal(value, f"{path}.cost")
+                u.cost = opt_decimal(value, path, ".cost")
             elif key == "counters":
                 if value is not None:
-                    cpath = f"{path}.counters"
+                    cpath = path + ".counters"
                     u.counters = {
-                        _counter_name(k, cpath): quantity(v, f"{cpath}.{k}")
+                        _counter_name(k, cpath): quantity(v, cpath, f".{k}")
                         for k, v in need_mapping(value, cpath).items()
                     }
             elif key == "costLines":
                 if value is not None:
-                    lpath = f"{path}.costLines"
-                    u.cost_lines = [
-                        CostLine.from_data(item, f"{lpath}[{i}]") for i, item in enumerate(need_list(value, lpath))
-                    ]
+                    lpath = path + ".costLines"
+                    u.cost_lines = read_list(CostLine.from_data, value, lpath)
             else:
                 extra[key] = value
         u.extra = extra
@@ -381,11 +379,11 @@ class CallWarning(Model, kw_only=True):
         extra: dict[str, Any] = {}
         for key, value in d.items():
             if key == "kind":
-                kind = need_str(value, f"{path}.kind")
+                kind = need_str(value, path, ".kind")
             elif key == "message":
-                message = need_str(value, f"{path}.message")
+                message = need_str(value, path, ".message")
             elif key == "detail":
-                detail = None if value is None else dict(need_mapping(value, f"{path}.detail"))
+                detail = None if value is None else dict(need_mapping(value, path, ".detail"))
             else:
                 extra[key] = value
         if kind is None:
@@ -452,16 +450,12 @@ class Cost(msgspec.Struct, kw_only=True, frozen=True):
         for key, value in d.items():
             if key == "lines":
                 if value is not None:
-                    lines = tuple(
-                        CostLine.from_data(v, f"{path}.lines[{i}]") for i, v in enumerate(need_list(value, path))
-                    )
+                    lines = tuple(read_list(CostLine.from_data, value, path + ".lines"))
             elif key == "total":
-                total = opt_decimal(value, f"{path}.total")
+                total = opt_decimal(value, path, ".total")
             elif key == "warnings":
                 if value is not None:
-                    warnings = tuple(
-                        CallWarning.from_data(v, f"{path}.warnings[{i}]") for i, v in enumerate(need_list(value, path))
-                    )
+                    warnings = tuple(read_list(CallWarning.from_data, value, path + ".warnings"))
             elif key == "priced":
                 if value is not None and type(value) is not bool:
                     raise bad(f"{path}.priced", f"expected true or false, found {type_name(value)}")
