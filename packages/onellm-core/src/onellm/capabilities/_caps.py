@@ -357,12 +357,17 @@ class Capabilities:
             problem = windows_form_problem(text)
             if problem is not None:
                 raise _deny(f"Path {text!r} is refused: {problem}.", text, "windows-form")
+            drive = os.path.splitdrive(os.path.join(self._base(base), text))[0].lower()
+            if not any(os.path.splitdrive(os.fspath(r))[0].lower() == drive for r in self._readable_roots()):
+                raise _deny(f"Path {text!r} is on a drive no root is on.", text, "outside-roots")
         try:
             return resolve_real(text, self._base(base))
         except SymlinkLoopError:
             raise _deny(f"Path {text!r} holds a symbolic link loop.", text, "symlink-loop") from None
 
-    def _check_resolved(self, text: str, resolved: str, *, write: bool) -> None:
+    def _check_resolved(
+        self, text: str, resolved: str, *, write: bool, base: str | os.PathLike[str] | None = None
+    ) -> None:
         flavor = current_flavor()
         roots = self.write_roots if write else self._readable_roots()
         if not roots:
@@ -386,11 +391,12 @@ class Capabilities:
                     "protected-state",
                 )
         if write and not self.repo_control_writes:
-            self._check_repository_rules(text, resolved)
+            self._check_repository_rules(text, resolved, base)
 
-    def _check_repository_rules(self, text: str, resolved: str) -> None:
+    def _check_repository_rules(self, text: str, resolved: str, base: str | os.PathLike[str] | None) -> None:
         _, names = split_components(resolved, current_flavor())
-        _, written = split_components(os.path.abspath(os.path.join(self._base(None), text)), current_flavor())
+        # The names as written count too: a control name that a link or `..` would hide is still refused.
+        _, written = split_components(os.path.join(self._base(base), text), current_flavor())
         for name in (*names, *written):
             if name_key(name) in CONTROL_NAMES:
                 raise _deny(
@@ -445,7 +451,7 @@ class Capabilities:
         """
         text = os.fspath(path)
         resolved = self._resolve(path, base)
-        self._check_resolved(text, resolved, write=False)
+        self._check_resolved(text, resolved, write=False, base=base)
         return Path(resolved)
 
     def resolve_write(self, path: str | os.PathLike[str], *, base: str | os.PathLike[str] | None = None) -> Path:
@@ -457,7 +463,7 @@ class Capabilities:
         """
         text = os.fspath(path)
         resolved = self._resolve(path, base)
-        self._check_resolved(text, resolved, write=True)
+        self._check_resolved(text, resolved, write=True, base=base)
         return Path(resolved)
 
     def is_readable(self, path: str | os.PathLike[str], *, base: str | os.PathLike[str] | None = None) -> bool:
@@ -482,7 +488,7 @@ class Capabilities:
         """Resolve, open, then resolve again and compare: a link swapped in between is refused before any I/O."""
         text = os.fspath(path)
         first = self._resolve(path, base)
-        self._check_resolved(text, first, write=write)
+        self._check_resolved(text, first, write=write, base=base)
         parent, name = os.path.split(first)
         flags |= _O_CLOEXEC | _O_BINARY
         try:
@@ -525,7 +531,7 @@ class Capabilities:
 
     def _verify_fd(self, fd: int, text: str, first: str, base: str | os.PathLike[str] | None, *, write: bool) -> None:
         second = self._resolve(text, base)
-        self._check_resolved(text, second, write=write)
+        self._check_resolved(text, second, write=write, base=base)
         if second != first:
             raise _swapped(text)
         real = fd_real_path(fd)
@@ -630,7 +636,7 @@ class Capabilities:
                 break
             current = parent
         for directory in reversed(missing):
-            self._check_resolved(text, directory, write=True)
+            self._check_resolved(text, directory, write=True, base=base)
             parent, name = os.path.split(directory)
             try:
                 if _DIR_FD:
@@ -652,19 +658,25 @@ class Capabilities:
         return target
 
     def remove_file(self, path: str | os.PathLike[str], *, base: str | os.PathLike[str] | None = None) -> Path:
-        """Delete a file (a link itself, never its target) after the write check, in a verified directory."""
+        """Delete one directory entry: a link itself, never its target. The entry's directory is resolved and checked
+        as a write, and the entry is removed relative to a verified handle on that directory."""
         text = os.fspath(path)
-        resolved = os.fspath(self.resolve_write(path, base=base))
-        parent, name = os.path.split(resolved)
-        if _DIR_FD and name:
+        joined = os.path.join(self._base(base), text)
+        parent_text, name = os.path.split(joined)
+        if name in ("", ".", ".."):
+            raise _deny(f"Path {text!r} does not name a file.", text, "bad-path")
+        parent = self._resolve(parent_text, base)
+        target = os.path.join(parent, name)
+        self._check_resolved(text, target, write=True, base=base)
+        if _DIR_FD:
             dfd = self._open_directory_verified(text, parent)
             try:
                 os.unlink(name, dir_fd=dfd)
             finally:
                 os.close(dfd)
         else:
-            os.unlink(resolved)
-        return Path(resolved)
+            os.unlink(target)
+        return Path(target)
 
     # ------------------------------------------------------------------------------------------------------ shell
 

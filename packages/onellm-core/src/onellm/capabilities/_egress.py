@@ -11,6 +11,7 @@ Redirects are followed by hand, each hop checked before it is requested. System 
 from __future__ import annotations
 
 import contextlib
+import http.cookiejar
 import json as _json
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
@@ -146,8 +147,15 @@ class EgressClient:
         backend = _GuardedBackend(self.grant, resolver or system_resolve, network_backend or httpcore.AnyIOBackend())
         transport = _GuardedTransport(backend, verify=verify, http2=http2, limits=limits or httpx.Limits())
         headers = {"User-Agent": user_agent} if user_agent else None
+        # No cookie is ever stored: the pool is shared by every caller with the same grant.
+        jar = http.cookiejar.CookieJar(policy=http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
         self._client = httpx.AsyncClient(
-            transport=transport, trust_env=False, follow_redirects=False, timeout=timeout, headers=headers
+            transport=transport,
+            trust_env=False,
+            follow_redirects=False,
+            timeout=timeout,
+            headers=headers,
+            cookies=jar,
         )
 
     _shared: ClassVar[weakref.WeakKeyDictionary[Any, dict[Any, EgressClient]]] = weakref.WeakKeyDictionary()
@@ -274,6 +282,8 @@ class EgressClient:
             current = current.copy_merge_params(params)
         body: bytes | None
         hdrs = httpx.Headers(headers or {})
+        # The Host header always names the URL's host; a caller's own would pick another site on the same address.
+        hdrs.pop("host", None)
         if json is not None:
             if content is not None:
                 raise ValueError("pass either content or json, not both")
