@@ -5,6 +5,13 @@ A tool is a plain function (sync or async); its parameters become a closed JSON 
 `json_schema_for` is the same type-to-schema code, for structured output.
 """
 
+from onellm.tools._provider_schemas import (
+    SchemaConversion,
+    for_anthropic,
+    for_gemini,
+    for_openai,
+    restore_optional_nulls,
+)
 from onellm.tools._references import ResolvedReferences, ToolReferenceResolver, ToolRegistry
 from onellm.tools._schema import ArgumentError, JsonType, compile_type, json_schema_for, to_json_value
 from onellm.tools._tool import GRANT_KINDS, Tool, ToolContext, ToolResult, to_parts, tool
@@ -14,13 +21,18 @@ __all__ = [
     "ArgumentError",
     "JsonType",
     "ResolvedReferences",
+    "SchemaConversion",
     "Tool",
     "ToolContext",
     "ToolReferenceResolver",
     "ToolRegistry",
     "ToolResult",
     "compile_type",
+    "for_anthropic",
+    "for_gemini",
+    "for_openai",
     "json_schema_for",
+    "restore_optional_nulls",
     "to_json_value",
     "to_parts",
     "tool",
