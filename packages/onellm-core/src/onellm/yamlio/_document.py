@@ -90,6 +90,7 @@ def _round_trip_loader() -> Any:
 
     loader = YAML(typ="rt", pure=True)
     loader.Constructor = _types()[0]
+    loader.preserve_quotes = True
     return loader
 
 
