@@ -106,7 +106,7 @@ def web_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
             )
         except httpx.TooManyRedirects as exc:
             raise WebError(f"{method} {url}: {exc}") from None
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, OSError) as exc:
             raise WebError(f"{method} {url} failed: {type(exc).__name__}: {exc}") from None
         lines = [f"HTTP {response.status_code} {response.reason_phrase}"]
         if str(response.url) != url:
