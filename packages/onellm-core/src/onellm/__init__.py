@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     from onellm.clock import Clock as Clock
     from onellm.clock import FakeClock as FakeClock
     from onellm.clock import SystemClock as SystemClock
+    from onellm.definitions import Decider as Decider
+    from onellm.definitions import Definition as Definition
     from onellm.messages import Annotation as Annotation
     from onellm.messages import AssetPart as AssetPart
     from onellm.messages import CallWarning as CallWarning
@@ -73,6 +75,8 @@ _LAZY: dict[str, str] = {
     "Clock": "onellm.clock",
     "FakeClock": "onellm.clock",
     "SystemClock": "onellm.clock",
+    "Decider": "onellm.definitions",
+    "Definition": "onellm.definitions",
     "RetryPolicy": "onellm.providers",
     "CallWarning": "onellm.messages",
     "Cost": "onellm.messages",
