@@ -62,6 +62,9 @@ if TYPE_CHECKING:
     from onellm.messages import ToolCall as ToolCall
     from onellm.messages import Usage as Usage
     from onellm.providers import RetryPolicy as RetryPolicy
+    from onellm.records import EventRecordSink as EventRecordSink
+    from onellm.records import JsonlRecordSink as JsonlRecordSink
+    from onellm.records import RecordSinks as RecordSinks
     from onellm.tools import Tool as Tool
     from onellm.tools import ToolContext as ToolContext
     from onellm.tools import ToolReferenceResolver as ToolReferenceResolver
@@ -78,6 +81,9 @@ _LAZY: dict[str, str] = {
     "Decider": "onellm.definitions",
     "Definition": "onellm.definitions",
     "RetryPolicy": "onellm.providers",
+    "EventRecordSink": "onellm.records",
+    "JsonlRecordSink": "onellm.records",
+    "RecordSinks": "onellm.records",
     "CallWarning": "onellm.messages",
     "Cost": "onellm.messages",
     "CostLine": "onellm.messages",
