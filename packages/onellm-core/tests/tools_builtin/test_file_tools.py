@@ -38,7 +38,7 @@ async def test_read_file_line_range(run: Any, root: Path) -> None:
     assert text == "line 3\nline 4\n\n[a.txt: lines 3-4 of 10]"
     assert "past the end" in err(await run("read_file", {"path": "a.txt", "start_line": 11}))
     assert "before start_line" in err(await run("read_file", {"path": "a.txt", "start_line": 5, "end_line": 2}))
-    assert "1 or more" in err(await run("read_file", {"path": "a.txt", "start_line": 0}))
+    assert "Argument 'start_line' must be at least 1" in err(await run("read_file", {"path": "a.txt", "start_line": 0}))
 
 
 async def test_read_file_cuts_long_files_at_a_line(make_runner: Callable[..., Any], root: Path) -> None:
@@ -239,7 +239,9 @@ async def test_search_limits(make_runner: Callable[..., Any], root: Path) -> Non
         "3 matching lines in 1 files (1 files searched, 1 larger than 100 bytes skipped); stopped at 3 matches"
     )
     assert len(lines) == 4
-    assert "1 or more" in err(await run("search_files_regex", {"pattern": "hit", "max_results": 0}))
+    assert "Argument 'max_results' must be at least 1" in err(
+        await run("search_files_regex", {"pattern": "hit", "max_results": 0})
+    )
     long_line = make_runner()
     (root / "a.txt").write_text("x" * 1000 + "hit\n")
     shown = ok(await long_line("search_files_regex", {"pattern": "hit", "path": "a.txt"})).splitlines()[1]

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from onellm.tools.builtin._patch import PatchError, apply_file_patch, parse_patch
 
@@ -149,3 +153,21 @@ def test_removed_line_that_looks_like_a_header() -> None:
 def test_malformed_patches(patch: str, fragment: str) -> None:
     with pytest.raises(PatchError, match=fragment):
         parse_patch(patch)
+
+
+_LINES = st.lists(st.sampled_from(["a", "b", "c", "", "  x"]), max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_LINES, _LINES, st.sampled_from([0, 1, 3]), st.sampled_from(["\n", "\r\n"]))
+def test_difflib_patches_apply_exactly(old: list[str], new: list[str], context: int, ending: str) -> None:
+    # Whatever difflib writes for old -> new (any context size), applying it to old gives new, in old's line endings.
+    diff = "".join(
+        difflib.unified_diff([line + "\n" for line in old], [line + "\n" for line in new], "a/f", "b/f", n=context)
+    )
+    if not diff:
+        return
+    (fp,) = parse_patch(diff)
+    result = apply_file_patch("".join(line + ending for line in old), fp)
+    kept = ending if old else "\n"  # an empty file has no line ending to keep; new lines get LF
+    assert result == "".join(line + kept for line in new)

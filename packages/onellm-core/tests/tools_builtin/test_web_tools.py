@@ -257,7 +257,9 @@ async def test_search_web_refusals(make_runner: Callable[..., Any], root: Path) 
 async def test_search_web_bad_arguments(make_runner: Callable[..., Any]) -> None:
     brave = Brave()
     run = make_runner(http_transport=brave.transport, environment={"BRAVE_API_KEY": KEY})
-    assert "between 1 and 20" in err(await run("search_web", {"query": "x", "count": 21}, BRAVE_GRANT))
+    assert "Argument 'count' must be at most 20" in err(
+        await run("search_web", {"query": "x", "count": 21}, BRAVE_GRANT)
+    )
     assert "query is empty" in err(await run("search_web", {"query": "  "}, BRAVE_GRANT))
     assert "400 characters" in err(await run("search_web", {"query": "x" * 401}, BRAVE_GRANT))
     assert "400 characters" in err(await run("search_web", {"query": "w " * 51}, BRAVE_GRANT))

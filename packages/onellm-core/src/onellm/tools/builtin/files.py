@@ -10,6 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
+
+import msgspec
 
 from onellm.errors import CapabilityDeniedError
 from onellm.tools import Tool, ToolContext
@@ -24,6 +27,9 @@ from onellm.tools.builtin._walk import walk
 __all__ = ["file_tools"]
 
 _MAX_LINE_SHOWN = 400
+
+_LineNumber = Annotated[int, msgspec.Meta(ge=1)]
+_Positive = _LineNumber
 
 
 def _is_url(path: str) -> bool:
@@ -56,7 +62,9 @@ def _count_lines(text: str) -> int:
 def file_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
     """The six file tools, bound to `options`."""
 
-    async def read_file(path: str, ctx: ToolContext, start_line: int | None = None, end_line: int | None = None) -> str:
+    async def read_file(
+        path: str, ctx: ToolContext, start_line: _LineNumber | None = None, end_line: _LineNumber | None = None
+    ) -> str:
         """Reads a text file under the granted roots, or fetches a URL when the network grant allows its host.
 
         Returns the text as it is in the file (no line numbers). Long files are cut at a line boundary with a note
@@ -156,7 +164,7 @@ def file_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
         inclusionPatterns: list[str] | None = None,
         exclusionPatterns: list[str] | None = None,
         case_sensitive: bool = True,
-        max_results: int = 100,
+        max_results: _Positive = 100,
     ) -> str:
         """Searches text files under the granted roots for lines matching a regular expression.
 

@@ -9,7 +9,9 @@ error; its host must be in the network grant like any other; each query is charg
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+import msgspec
 
 from onellm.errors import CapabilityDeniedError, CapabilityMissingError, Secret
 from onellm.tools import Tool, ToolContext
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = ["fetch_text", "web_tools"]
 
+_Count = Annotated[int, msgspec.Meta(ge=1, le=20)]
 _MAX_QUERY_CHARS = 400
 _MAX_QUERY_WORDS = 50
 _SHOWN_HEADERS = ("content-type", "content-length", "location", "last-modified", "etag", "retry-after")
@@ -117,7 +120,7 @@ def web_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
             lines.append(_body_text(response, options.http_response_limit_chars))
         return "\n".join(lines)
 
-    async def search_web(query: str, ctx: ToolContext, count: int = 10) -> str:
+    async def search_web(query: str, ctx: ToolContext, count: _Count = 10) -> str:
         """Searches the web (Brave Search) and returns the top results: title, URL and a short description.
 
         Args:
