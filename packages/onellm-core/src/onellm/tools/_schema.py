@@ -23,7 +23,7 @@ import math
 import re
 import types
 import typing
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any, Final, Literal, get_args, get_origin
@@ -82,26 +82,43 @@ def ordered(schema: Mapping[str, Any]) -> dict[str, Any]:
 class ArgumentError(Exception):
     """A JSON value does not fit the type: `path` names it (`items[2].qty`), `problem` says how."""
 
-    def __init__(self, path: str, problem: str) -> None:
-        self.path = path
+    def __init__(self, problem: str, path: Sequence[str | int] = ()) -> None:
+        super().__init__(problem)
         self.problem = problem
-        super().__init__(self.message())
+        """What is wrong, for example `must be an integer, not a string`."""
+        self.segments: list[str | int] = list(path)
+        """The keys and indexes from the top value down to the one that does not fit."""
+
+    def within(self, segment: str | int) -> ArgumentError:
+        """Put this error one level down, under `segment` (an object key or an array index); returns self."""
+        self.segments.insert(0, segment)
+        return self
+
+    @property
+    def path(self) -> str:
+        """The path as text: `items[2].qty`, `notes["a b"]`; empty for the top value."""
+        out = ""
+        for segment in self.segments:
+            if isinstance(segment, int):
+                out += f"[{segment}]"
+            elif segment.isidentifier():
+                out += f".{segment}" if out else segment
+            else:
+                out += '["' + segment.replace("\\", "\\\\").replace('"', '\\"') + '"]'
+        return out
 
     def message(self, subject: str = "Argument") -> str:
         """The sentence shown to the model, for example `Argument 'items[2].qty' must be an integer, not a string.`"""
-        if self.path:
-            return f"{subject} '{self.path}' {self.problem}."
+        path = self.path
+        if path:
+            return f"{subject} '{path}' {self.problem}."
         return f"{subject} {self.problem}."
 
+    def __str__(self) -> str:
+        return self.message()
 
-Converter = Callable[[Any, str], Any]
 
-
-def _join(path: str, key: str) -> str:
-    segment = key if key.isidentifier() else '"' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if not path:
-        return segment if key.isidentifier() else f"[{segment}]"
-    return f"{path}.{segment}" if key.isidentifier() else f"{path}[{segment}]"
+Converter = Callable[[Any], Any]
 
 
 def _describe(value: Any) -> str:
@@ -129,19 +146,19 @@ def _quote(text: str) -> str:
 class JsonType:
     """A compiled type: its schema fragment and the converter from JSON values."""
 
-    __slots__ = ("convert_at", "hashable", "schema")
+    __slots__ = ("converter", "hashable", "schema")
 
-    def __init__(self, schema: dict[str, Any], convert_at: Converter, *, hashable: bool = True) -> None:
+    def __init__(self, schema: dict[str, Any], converter: Converter, *, hashable: bool = True) -> None:
         self.schema = schema
         """The JSON Schema fragment, keywords in the fixed order."""
-        self.convert_at = convert_at
-        """`convert_at(value, path)`: the Python value, or `ArgumentError` naming `path` or a path below it."""
+        self.converter = converter
+        """`converter(value)`: the Python value, or `ArgumentError` naming the path below the value."""
         self.hashable = hashable
         """Whether converted values can be set members."""
 
     def convert(self, value: Any) -> Any:
         """Convert a decoded JSON value; raises `ArgumentError` (with an empty path at the top)."""
-        return self.convert_at(value, "")
+        return self.converter(value)
 
 
 class Property:
@@ -329,27 +346,27 @@ def schema_default(value: Any) -> Any:
 # ---------------------------------------------------------------------------------------------------- converters
 
 
-def _fail(path: str, expected: str, value: Any) -> ArgumentError:
-    return ArgumentError(path, f"must be {expected}, not {_describe(value)}")
+def _fail(expected: str, value: Any) -> ArgumentError:
+    return ArgumentError(f"must be {expected}, not {_describe(value)}")
 
 
-def _check_range(n: Any, path: str, c: _Constraints) -> None:
+def _check_range(n: Any, c: _Constraints) -> None:
     if c.minimum is not None and n < c.minimum:
-        raise ArgumentError(path, f"must be at least {c.minimum}, not {n}")
+        raise ArgumentError(f"must be at least {c.minimum}, not {n}")
     if c.maximum is not None and n > c.maximum:
-        raise ArgumentError(path, f"must be at most {c.maximum}, not {n}")
+        raise ArgumentError(f"must be at most {c.maximum}, not {n}")
 
 
-def _bool_converter(value: Any, path: str) -> bool:
+def _bool_converter(value: Any) -> bool:
     if value is True or value is False:
         return bool(value)
-    raise _fail(path, "a boolean", value)
+    raise _fail("a boolean", value)
 
 
 def _int_converter(c: _Constraints) -> Converter:
     ranged = c.minimum is not None or c.maximum is not None
 
-    def convert(value: Any, path: str) -> int:
+    def convert(value: Any) -> int:
         kind = type(value)
         if kind is int:
             n = value
@@ -358,9 +375,9 @@ def _int_converter(c: _Constraints) -> Converter:
         ):
             n = int(value)
         else:
-            raise _fail(path, "an integer", value)
+            raise _fail("an integer", value)
         if ranged:
-            _check_range(n, path, c)
+            _check_range(n, c)
         return int(n)
 
     return convert
@@ -370,7 +387,7 @@ def _number_converter(target: type, c: _Constraints) -> Converter:
     ranged = c.minimum is not None or c.maximum is not None
     as_decimal = target is Decimal
 
-    def convert(value: Any, path: str) -> Any:
+    def convert(value: Any) -> Any:
         kind = type(value)
         if kind is int:
             n: Any = Decimal(value) if as_decimal else float(value)
@@ -379,24 +396,24 @@ def _number_converter(target: type, c: _Constraints) -> Converter:
         elif kind is Decimal and value.is_finite():
             n = value if as_decimal else float(value)
         else:
-            raise _fail(path, "a number", value)
+            raise _fail("a number", value)
         if ranged:
-            _check_range(n, path, c)
+            _check_range(n, c)
         return n
 
     return convert
 
 
-def _length_check(kind: str, c: _Constraints) -> Callable[[int, str], None] | None:
+def _length_check(kind: str, c: _Constraints) -> Callable[[int], None] | None:
     if c.min_length is None and c.max_length is None:
         return None
     low, high = c.min_length, c.max_length
 
-    def check(length: int, path: str) -> None:
+    def check(length: int) -> None:
         if low is not None and length < low:
-            raise ArgumentError(path, f"must have at least {low} {kind}, not {length}")
+            raise ArgumentError(f"must have at least {low} {kind}, not {length}")
         if high is not None and length > high:
-            raise ArgumentError(path, f"must have at most {high} {kind}, not {length}")
+            raise ArgumentError(f"must have at most {high} {kind}, not {length}")
 
     return check
 
@@ -411,13 +428,13 @@ def _str_converter(c: _Constraints, where: str) -> Converter:
             raise TypeError(f"{where}: pattern {c.pattern!r} is not a valid regular expression: {exc}") from None
     pattern = c.pattern
 
-    def convert(value: Any, path: str) -> str:
+    def convert(value: Any) -> str:
         if type(value) is not str:
-            raise _fail(path, "a string", value)
+            raise _fail("a string", value)
         if check is not None:
-            check(len(value), path)
+            check(len(value))
         if regex is not None and regex.search(value) is None:
-            raise ArgumentError(path, f"must match the pattern {pattern}")
+            raise ArgumentError(f"must match the pattern {pattern}")
         return value
 
     return convert
@@ -426,32 +443,32 @@ def _str_converter(c: _Constraints, where: str) -> Converter:
 def _parsed_converter(target: type, expected: str, c: _Constraints) -> Converter:
     tz = c.tz
 
-    def convert(value: Any, path: str) -> Any:
+    def convert(value: Any) -> Any:
         if type(value) is not str:
-            raise _fail(path, expected, value)
+            raise _fail(expected, value)
         try:
             out: Any = msgspec.convert(value, target)
         except msgspec.ValidationError:
-            raise ArgumentError(path, f"must be {expected}, not {_quote(value)}") from None
+            raise ArgumentError(f"must be {expected}, not {_quote(value)}") from None
         if tz is not None and isinstance(out, datetime | time):
             aware = out.tzinfo is not None
             if tz and not aware:
-                raise ArgumentError(path, "must include a time zone offset")
+                raise ArgumentError("must include a time zone offset")
             if not tz and aware:
-                raise ArgumentError(path, "must not include a time zone offset")
+                raise ArgumentError("must not include a time zone offset")
         return out
 
     return convert
 
 
 def _bytes_converter(target: type) -> Converter:
-    def convert(value: Any, path: str) -> Any:
+    def convert(value: Any) -> Any:
         if type(value) is not str:
-            raise _fail(path, "a base64 string", value)
+            raise _fail("a base64 string", value)
         try:
             raw = base64.b64decode(value, validate=True)
         except (binascii.Error, ValueError):
-            raise ArgumentError(path, "must be a base64 string, not " + _quote(value)) from None
+            raise ArgumentError("must be a base64 string, not " + _quote(value)) from None
         return raw if target is bytes else bytearray(raw)
 
     return convert
@@ -513,16 +530,16 @@ class _Compiler:
         node = self._core(core, c, where)
         if c.description is not None:
             node = JsonType(
-                with_keywords(node.schema, description=c.description), node.convert_at, hashable=node.hashable
+                with_keywords(node.schema, description=c.description), node.converter, hashable=node.hashable
             )
         return self._nullable(node) if nullable else node
 
     @staticmethod
     def _nullable(node: JsonType, description: str | None = None) -> JsonType:
-        inner = node.convert_at
+        inner = node.converter
 
-        def convert(value: Any, path: str) -> Any:
-            return None if value is None else inner(value, path)
+        def convert(value: Any) -> Any:
+            return None if value is None else inner(value)
 
         schema = _with_null(node.schema)
         if description is not None:
@@ -534,7 +551,7 @@ class _Compiler:
         args = get_args(tp)
         if tp is Any:
             self._no_constraints(c, where, "Any")
-            return JsonType({}, lambda value, path: value, hashable=False)
+            return JsonType({}, lambda value: value, hashable=False)
         if tp is bool:
             self._no_constraints(c, where, "bool")
             return JsonType({"type": "boolean"}, _bool_converter)
@@ -643,13 +660,13 @@ class _Compiler:
         lookup = {name: tp[name] for name in names}
         expected = "one of " + ", ".join(_quote(n) for n in names)
 
-        def convert(value: Any, path: str) -> Any:
+        def convert(value: Any) -> Any:
             if type(value) is str:
                 member = lookup.get(value)
                 if member is not None:
                     return member
-                raise ArgumentError(path, f"must be {expected}, not {_quote(value)}")
-            raise _fail(path, expected, value)
+                raise ArgumentError(f"must be {expected}, not {_quote(value)}")
+            raise _fail(expected, value)
 
         return JsonType({"type": "string", "enum": names}, convert)
 
@@ -671,13 +688,13 @@ class _Compiler:
         allowed = list(dict.fromkeys(values))
         expected = "one of " + ", ".join(_quote(v) if isinstance(v, str) else repr(v) for v in allowed)
 
-        def convert(value: Any, path: str) -> Any:
+        def convert(value: Any) -> Any:
             for candidate in allowed:
                 if type(value) is type(candidate) and value == candidate:
                     return candidate
             if isinstance(value, str):
-                raise ArgumentError(path, f"must be {expected}, not {_quote(value)}")
-            raise _fail(path, expected, value)
+                raise ArgumentError(f"must be {expected}, not {_quote(value)}")
+            raise _fail(expected, value)
 
         return JsonType({"type": kind, "enum": allowed}, convert)
 
@@ -703,14 +720,19 @@ class _Compiler:
     @staticmethod
     def _array(item: JsonType, c: _Constraints, *, tuple_out: bool) -> JsonType:
         check = _length_check("items", c)
-        convert_item = item.convert_at
+        convert_item = item.converter
 
-        def convert(value: Any, path: str) -> Any:
+        def convert(value: Any) -> Any:
             if not isinstance(value, list | tuple):
-                raise _fail(path, "an array", value)
+                raise _fail("an array", value)
             if check is not None:
-                check(len(value), path)
-            out = [convert_item(v, f"{path}[{i}]") for i, v in enumerate(value)]
+                check(len(value))
+            out = []
+            for i, v in enumerate(value):
+                try:
+                    out.append(convert_item(v))
+                except ArgumentError as exc:
+                    raise exc.within(i) from None
             return tuple(out) if tuple_out else out
 
         schema = with_keywords({"type": "array", "items": item.schema}, minItems=c.min_length, maxItems=c.max_length)
@@ -719,19 +741,22 @@ class _Compiler:
     @staticmethod
     def _set(item: JsonType, c: _Constraints, *, frozen: bool) -> JsonType:
         check = _length_check("items", c)
-        convert_item = item.convert_at
+        convert_item = item.converter
 
-        def convert(value: Any, path: str) -> Any:
+        def convert(value: Any) -> Any:
             if not isinstance(value, list | tuple):
-                raise _fail(path, "an array", value)
+                raise _fail("an array", value)
             if check is not None:
-                check(len(value), path)
+                check(len(value))
             seen: dict[Any, int] = {}
             for i, v in enumerate(value):
-                converted = convert_item(v, f"{path}[{i}]")
+                try:
+                    converted = convert_item(v)
+                except ArgumentError as exc:
+                    raise exc.within(i) from None
                 first = seen.setdefault(converted, i)
                 if first != i:
-                    raise ArgumentError(path, f"must hold unique items; item {i} repeats item {first}")
+                    raise ArgumentError(f"must hold unique items; item {i} repeats item {first}")
             return frozenset(seen) if frozen else set(seen)
 
         schema = with_keywords(
@@ -741,16 +766,19 @@ class _Compiler:
 
     @staticmethod
     def _dict(value_type: JsonType) -> JsonType:
-        convert_value = value_type.convert_at
+        convert_value = value_type.converter
 
-        def convert(value: Any, path: str) -> Any:
-            if not isinstance(value, Mapping):
-                raise _fail(path, "an object", value)
+        def convert(value: Any) -> Any:
+            if type(value) is not dict and not isinstance(value, Mapping):
+                raise _fail("an object", value)
             out: dict[str, Any] = {}
             for key, item in value.items():
                 if type(key) is not str:
-                    raise ArgumentError(path, "must have string keys")
-                out[key] = convert_value(item, _join(path, key))
+                    raise ArgumentError("must have string keys")
+                try:
+                    out[key] = convert_value(item)
+                except ArgumentError as exc:
+                    raise exc.within(key) from None
             return out
 
         return JsonType({"type": "object", "additionalProperties": value_type.schema}, convert, hashable=False)
@@ -820,7 +848,7 @@ class _Compiler:
             if not required:
                 schema = with_keywords(schema, default=schema_default(default))
             if schema is not node.schema:
-                node = JsonType(schema, node.convert_at, hashable=node.hashable)
+                node = JsonType(schema, node.converter, hashable=node.hashable)
             props.append(Property(json_name, attr, node, required))
         return props
 
@@ -844,49 +872,52 @@ def _plain_number(value: int | float | Decimal | None) -> int | float | None:
     return value
 
 
-def _builder(tp: type, props: list[Property]) -> Callable[[dict[str, Any], str], Any]:
+def _builder(tp: type, props: list[Property]) -> Callable[[dict[str, Any]], Any]:
     if _is_typeddict(tp):
-        return lambda values, path: values
+        return lambda values: values
     if _is_pydantic_model(tp):
         validate: Callable[[Any], Any] = tp.model_validate  # type: ignore[attr-defined]
 
-        def build_model(values: dict[str, Any], path: str) -> Any:
+        def build_model(values: dict[str, Any]) -> Any:
             try:
                 return validate(values)
             except Exception as exc:
-                raise ArgumentError(path, f"is not a valid {tp.__name__}: {exc}") from None
+                raise ArgumentError(f"is not a valid {tp.__name__}: {exc}") from None
 
         return build_model
 
-    def build(values: dict[str, Any], path: str) -> Any:
+    def build(values: dict[str, Any]) -> Any:
         try:
             return tp(**values)
         except Exception as exc:
-            raise ArgumentError(path, f"is not a valid {tp.__name__}: {type(exc).__name__}: {exc}") from None
+            raise ArgumentError(f"is not a valid {tp.__name__}: {type(exc).__name__}: {exc}") from None
 
     return build
 
 
-def object_type(props: list[Property], build: Callable[[dict[str, Any], str], Any]) -> JsonType:
-    """A closed object of `props`; `build(values_by_attr, path)` makes the Python value."""
-    by_name = {p.name: p for p in props}
+def object_type(props: list[Property], build: Callable[[dict[str, Any]], Any]) -> JsonType:
+    """A closed object of `props`; `build(values_by_attr)` makes the Python value."""
+    by_name = {p.name: (p.attr, p.json_type.converter) for p in props}
     required = [p.name for p in props if p.required]
     names = ", ".join(by_name) or "none"
 
-    def convert(value: Any, path: str) -> Any:
-        if not isinstance(value, Mapping):
-            raise _fail(path, "an object", value)
+    def convert(value: Any) -> Any:
+        if type(value) is not dict and not isinstance(value, Mapping):
+            raise _fail("an object", value)
         values: dict[str, Any] = {}
         for key, item in value.items():
-            prop = by_name.get(key) if type(key) is str else None
+            prop = by_name.get(key)
             if prop is None:
-                raise ArgumentError(_join(path, str(key)), f"is not accepted (accepted: {names})")
-            values[prop.attr] = prop.json_type.convert_at(item, _join(path, key))
+                raise ArgumentError(f"is not accepted (accepted: {names})", (str(key),))
+            try:
+                values[prop[0]] = prop[1](item)
+            except ArgumentError as exc:
+                raise exc.within(key) from None
         if len(values) < len(by_name):
             for name in required:
                 if name not in value:
-                    raise ArgumentError(_join(path, name), "is required")
-        return build(values, path)
+                    raise ArgumentError("is required", (name,))
+        return build(values)
 
     schema: dict[str, Any] = {"type": "object", "properties": {p.name: p.json_type.schema for p in props}}
     if required:

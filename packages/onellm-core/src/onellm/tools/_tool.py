@@ -56,12 +56,12 @@ class ToolContext:
     __slots__ = (
         "_capabilities",
         "_cost_lines",
+        "_working_directory",
         "call_id",
         "extra",
         "instance_id",
         "runtime",
         "tool_name",
-        "working_directory",
     )
 
     def __init__(
@@ -77,8 +77,7 @@ class ToolContext:
     ) -> None:
         self._capabilities = capabilities
         self._cost_lines: list[CostLine] = []
-        self.working_directory: Path = Path(working_directory) if working_directory is not None else Path.cwd()
-        """The directory relative paths start from."""
+        self._working_directory = Path(working_directory) if working_directory is not None else None
         self.instance_id = instance_id
         """The id of the instance (agent run) the call belongs to, when there is one."""
         self.call_id = call_id
@@ -89,6 +88,15 @@ class ToolContext:
         """The runtime running the call, when there is one."""
         self.extra: dict[str, Any] = extra if extra is not None else {}
         """Anything else a host wants its tools to see."""
+
+    @property
+    def working_directory(self) -> Path:
+        """The directory relative paths start from: as given, else the process's current directory."""
+        return self._working_directory if self._working_directory is not None else Path.cwd()
+
+    @working_directory.setter
+    def working_directory(self, value: Path | str) -> None:
+        self._working_directory = Path(value)
 
     @property
     def capabilities(self) -> Capabilities:
@@ -345,11 +353,11 @@ class Tool(Generic[P, R]):
             if not required:
                 schema = with_keywords(schema, default=schema_default(param.default))
             if schema is not node.schema:
-                node = JsonType(schema, node.convert_at, hashable=node.hashable)
+                node = JsonType(schema, node.converter, hashable=node.hashable)
             props.append(Property(param.name, param.name, node, required))
             if param.kind is param.POSITIONAL_ONLY:
                 positional.append(param.name)
-        arguments = object_type(props, lambda values, path: values)
+        arguments = object_type(props, lambda values: values)
         output_schema: dict[str, Any] | None = None
         returned = signature.return_annotation
         if not _returns_parts_or_text(returned):
@@ -431,12 +439,12 @@ class Tool(Generic[P, R]):
             try:
                 arguments = msgspec.json.decode(arguments)
             except msgspec.DecodeError as exc:
-                raise ArgumentError("", f"text is not valid JSON: {exc}") from None
+                raise ArgumentError(f"text is not valid JSON: {exc}") from None
         if not isinstance(arguments, Mapping):
-            raise ArgumentError("", f"must be a JSON object, not {type(arguments).__name__}")
+            raise ArgumentError(f"must be a JSON object, not {type(arguments).__name__}")
         if self._arguments is None:
             return dict(arguments)
-        converted: dict[str, Any] = self._arguments.convert_at(arguments, "")
+        converted: dict[str, Any] = self._arguments.converter(arguments)
         return converted
 
     async def invoke(
