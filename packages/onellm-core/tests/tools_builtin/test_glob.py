@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import re
 import time
 
 import pytest
@@ -122,3 +123,51 @@ def test_path_filter() -> None:
         PathFilter(include=["*.py", "[x"])
     with pytest.raises(GlobError, match=r"exclusionPatterns\[0\] is empty"):
         PathFilter(exclude=[""])
+
+
+def _reference(pattern: str) -> re.Pattern[str]:
+    """The same glob as a Python regex, for short inputs only (it can backtrack)."""
+    out = []
+    i = 0
+    n = len(pattern)
+    while i < n:
+        ch = pattern[i]
+        if ch == "*":
+            j = i
+            while j < n and pattern[j] == "*":
+                j += 1
+            whole = (i == 0 or pattern[i - 1] == "/") and (j == n or pattern[j] == "/")
+            if j - i >= 2 and whole:
+                if j == n:
+                    out.append(".*")
+                    i = j
+                else:
+                    out.append("(?:.*/)?")
+                    i = j + 1
+                continue
+            out.append("[^/]*")
+            i = j
+        elif ch == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(ch))
+            i += 1
+    return re.compile("".join(out), re.DOTALL)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.sampled_from(["a", "b", "/", "*", "**", "?", "**/"]), max_size=6).map("".join),
+    st.text(alphabet="ab/", max_size=8),
+)
+def test_agrees_with_a_regex_translation(pattern: str, path: str) -> None:
+    assert Glob(pattern).matches(path) is (_reference(pattern).fullmatch(path) is not None)
+
+
+def test_hostile_globs_stay_fast_over_many_names() -> None:
+    glob = Glob("*a" * 500 + "*b")
+    names = ["a" * 300 + str(i) for i in range(200)]
+    started = time.perf_counter()
+    assert not any(glob.matches(n) for n in names)
+    assert time.perf_counter() - started < 2

@@ -27,13 +27,14 @@ class GlobError(ValueError):
     """A glob pattern that cannot be compiled (an unclosed class, a trailing backslash, or one too long)."""
 
 
-# Token kinds. Each token occupies two automaton states: 2*i (at the token) and 2*i+1 (inside a `**/` run).
+# Token kinds.
 _LIT = 0  # one literal character
 _ONE = 1  # `?`
 _CLASS = 2  # `[...]`
 _STAR = 3  # `*`: any run without `/`
 _ANY = 4  # trailing `**`: any run, `/` included
-_DIRS = 5  # `**/`: zero or more whole directories
+_DIRS = 5  # `**/`: zero or more whole directories (the entry state of the automaton's three for it)
+_DIRS_IN = 6  # inside a `**/` run: any characters, until a `/` ends it
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,74 +132,93 @@ def _tokenize(pattern: str) -> list[_Token]:
 
 
 class Glob:
-    """A compiled glob. `matches(path)` runs in O(len(pattern) * len(path)) time."""
+    """A compiled glob. `matches(path)` runs in O(len(pattern) * len(path)) time.
 
-    __slots__ = ("_tokens", "pattern")
+    The automaton is bit-parallel: state `i` ("at token i") is bit `i` of one integer, so a step over one character is
+    a few integer operations on a number of len(pattern) bits, whatever the pattern holds. A `**/` token is the pair
+    entry, "inside the run" and "/": the entry may go straight to the "/" or past it, and leaves on any character into
+    the run, which only a "/" ends.
+    """
+
+    __slots__ = ("_cache", "_classes", "_dirs", "_final", "_kinds", "_literals", "_loop", "_skip1", "pattern")
 
     def __init__(self, pattern: str) -> None:
         if len(pattern) > _MAX_PATTERN:
             raise GlobError(f"glob longer than {_MAX_PATTERN} characters")
         self.pattern = pattern
-        self._tokens = _tokenize(pattern)
+        kinds: list[int] = []
+        literals: list[str | None] = []
+        classes: list[_Class | None] = []
+        for kind, arg in _tokenize(pattern):
+            if kind == _DIRS:
+                kinds.extend((_DIRS, _DIRS_IN, _LIT))
+                literals.extend((None, None, "/"))
+                classes.extend((None, None, None))
+                continue
+            kinds.append(kind)
+            literals.append(arg if kind == _LIT else None)  # type: ignore[arg-type]
+            classes.append(arg if kind == _CLASS else None)  # type: ignore[arg-type]
+        self._kinds = kinds
+        self._literals = literals
+        self._classes = classes
+        loop = skip1 = dirs = 0
+        for i, kind in enumerate(kinds):
+            if kind in (_STAR, _ANY, _DIRS_IN):
+                loop |= 1 << i
+                skip1 |= 1 << i  # the run may be empty (or, inside `**/`, may end at the next `/`)
+            if kind == _DIRS:
+                dirs |= 1 << i  # at the entry of `**/`: straight to its `/`, or past it (no directories at all)
+        self._loop = loop
+        self._skip1 = skip1
+        self._dirs = dirs
+        self._final = 1 << len(kinds)
+        self._cache: dict[str, int] = {}
 
     def __repr__(self) -> str:
         return f"Glob({self.pattern!r})"
 
-    def _close(self, states: set[int]) -> set[int]:
-        """Add the states reachable without input: a `*`, `**` or `**/` may match nothing."""
-        tokens = self._tokens
-        todo = list(states)
-        while todo:
-            s = todo.pop()
-            if s & 1:
-                continue
-            i = s >> 1
-            if i < len(tokens) and tokens[i][0] in (_STAR, _ANY, _DIRS):
-                nxt = (i + 1) << 1
-                if nxt not in states:
-                    states.add(nxt)
-                    todo.append(nxt)
-        return states
+    def _accept(self, ch: str) -> int:
+        """The tokens that can consume `ch`, as a bit mask (computed once per distinct character)."""
+        mask = 0
+        slash = ch == "/"
+        for i, kind in enumerate(self._kinds):
+            if kind == _LIT:
+                ok = self._literals[i] == ch
+            elif kind in (_ONE, _STAR):
+                ok = not slash
+            elif kind == _CLASS:
+                cls = self._classes[i]
+                ok = cls is not None and cls.matches(ch)
+            else:  # _ANY, _DIRS, _DIRS_IN
+                ok = True
+            if ok:
+                mask |= 1 << i
+        if len(self._cache) < 512:
+            self._cache[ch] = mask
+        return mask
+
+    def _close(self, states: int) -> int:
+        skip1, dirs = self._skip1, self._dirs
+        while True:
+            at_dirs = states & dirs
+            grown = states | ((states & skip1) << 1) | (at_dirs << 2) | (at_dirs << 3)
+            if grown == states:
+                return states
+            states = grown
 
     def matches(self, path: str) -> bool:
-        tokens = self._tokens
-        end = len(tokens) << 1
-        states = self._close({0})
+        cache = self._cache
+        loop = self._loop
+        states = self._close(1)
         for ch in path:
-            nxt: set[int] = set()
-            for s in states:
-                i = s >> 1
-                if i >= len(tokens):
-                    continue
-                kind, arg = tokens[i]
-                if s & 1:  # inside a `**/` run: any character; a `/` may end the run
-                    nxt.add(s)
-                    if ch == "/":
-                        nxt.add((i + 1) << 1)
-                    continue
-                if kind == _LIT:
-                    if ch == arg:
-                        nxt.add((i + 1) << 1)
-                elif kind == _ONE:
-                    if ch != "/":
-                        nxt.add((i + 1) << 1)
-                elif kind == _CLASS:
-                    assert isinstance(arg, _Class)
-                    if arg.matches(ch):
-                        nxt.add((i + 1) << 1)
-                elif kind == _STAR:
-                    if ch != "/":
-                        nxt.add(s)
-                elif kind == _ANY:
-                    nxt.add(s)
-                else:  # _DIRS
-                    nxt.add(s | 1)
-                    if ch == "/":
-                        nxt.add((i + 1) << 1)
-            if not nxt:
+            accept = cache.get(ch)
+            if accept is None:
+                accept = self._accept(ch)
+            consumed = states & accept
+            if not consumed:
                 return False
-            states = self._close(nxt)
-        return end in states
+            states = self._close(((consumed & ~loop) << 1) | (consumed & loop))
+        return bool(states & self._final)
 
 
 @dataclass(frozen=True, slots=True)
