@@ -393,9 +393,10 @@ def _price_with(
         parent = subset_of.get(counter)
         if parent is None or price is None:
             continue
-        # The tokens sit in the nearest ancestor that keeps its own tokens (an unpriced subset stays in its parent).
+        # The tokens leave the nearest ancestor that is priced on its own: an unpriced (or unreported) subset keeps
+        # its tokens inside its own parent, so they are taken out further up.
         hops = 0
-        while parent in subset_of and prices.get(parent) is None and quantities.get(parent) and hops < 16:
+        while parent in subset_of and prices.get(parent) is None and hops < 16:
             parent = subset_of[parent]
             hops += 1
         effective[parent] = effective.get(parent, 0) - quantities[counter]
@@ -480,6 +481,8 @@ def _price_with(
     stale: list[str] = []
     for counter, price in prices.items():
         amount = effective[counter]
+        if not amount:
+            continue
         if price is None:
             if counter in subset_of:
                 continue  # stays inside its parent, which is priced (or warned) there
@@ -492,8 +495,6 @@ def _price_with(
                     quantity=quantities[counter],
                 )
             )
-            continue
-        if not amount:
             continue
         unit = price.unit
         per = price.per
