@@ -210,3 +210,25 @@ def test_dataclass_post_init_failure_is_an_argument_error() -> None:
     with pytest.raises(ArgumentError) as info:
         compile_type(list[Span]).convert([{"start": 1, "end": 2}, {"start": 3, "end": 1}])
     assert info.value.message() == "Argument '[1]' is not a valid Span: ValueError: end before start."
+
+
+@pytest.mark.parametrize(
+    ("tp", "value", "message"),
+    [
+        (int, Decimal("1e5000"), "Argument must be an integer of at most 1000 digits."),
+        (float, 10**5000, "Argument must be a number of at most 1000 digits."),
+        (float, Decimal("1e400"), "Argument must be a number within the range of a float."),
+        (Annotated[int, msgspec.Meta(le=5)], 10**5000, "Argument must be at most 5, not a larger number."),
+        (str, 10**5000, "Argument must be a string, not a number."),
+    ],
+    ids=["decimal-int", "int-float", "decimal-float", "int-range", "int-str"],
+)
+def test_huge_numbers_are_refused_cheaply(tp: Any, value: Any, message: str) -> None:
+    assert refusal(tp, value) == message
+
+
+def test_paths_quote_keys_that_are_not_names() -> None:
+    with pytest.raises(ArgumentError) as info:
+        compile_type(dict[str, list[dict[str, int]]]).convert({"a b": [{"ok": 1}, {'q"x': "no"}]})
+    assert info.value.path == '["a b"][1]["q\\"x"]'
+    assert info.value.segments == ["a b", 1, 'q"x']

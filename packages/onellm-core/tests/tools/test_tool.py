@@ -490,3 +490,41 @@ async def test_tool_from_schema_gets_the_raw_object() -> None:
     assert (await t.invoke("[]")).text == "Argument must be a JSON object, not list."
     with pytest.raises(TypeError, match="cannot be called directly"):
         t()
+
+
+def test_generator_functions_are_refused() -> None:
+    def numbers() -> Any:
+        yield 1
+
+    async def stream() -> Any:
+        yield 1
+
+    for fn in (numbers, stream):
+        with pytest.raises(TypeError, match="a generator function cannot be a tool"):
+            Tool.create(fn)
+
+
+async def test_optional_context_parameter_is_filled_in() -> None:
+    @tool
+    async def f(x: int, ctx: ToolContext | None = None) -> bool:
+        """F."""
+        return ctx is not None
+
+    assert list(f.input_schema["properties"]) == ["x"]
+    assert (await f.invoke({"x": 1})).parts == [JsonPart(json=True)]
+
+
+async def test_an_unexpected_failure_while_reading_arguments_is_a_result() -> None:
+    class Odd(msgspec.Struct):
+        x: int
+
+        def __post_init__(self) -> None:
+            raise ValueError("no")
+
+    @tool
+    def f(o: Odd) -> None:
+        """F."""
+
+    result = await f.invoke({"o": {"x": 1}})
+    assert result.is_error
+    assert result.text == "Argument 'o' is not a valid Odd: ValueError: no."

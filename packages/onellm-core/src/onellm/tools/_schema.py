@@ -68,7 +68,9 @@ KEYWORD_ORDER: Final[tuple[str, ...]] = (
 
 _KEYWORD_SET: Final = frozenset(KEYWORD_ORDER)
 
-_DURATION_PATTERN: Final = "^-?P(?=\\d|T\\d)(\\d+D)?(T(?=\\d)(\\d+H)?(\\d+M)?(\\d+(\\.\\d+)?S)?)?$"
+_MAX_DIGITS: Final = 1000
+"""The most digits an integer argument may have (a larger one would cost real time to convert)."""
+_MAX_BITS: Final = 3322
 
 
 def ordered(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -126,6 +128,8 @@ def _describe(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "a boolean"
+    if isinstance(value, int) and value.bit_length() > 128:
+        return "a number"
     if isinstance(value, int | float | Decimal):
         text = repr(value) if not isinstance(value, Decimal) else str(value)
         return text if len(text) <= 40 else "a number"
@@ -352,9 +356,16 @@ def _fail(expected: str, value: Any) -> ArgumentError:
 
 def _check_range(n: Any, c: _Constraints) -> None:
     if c.minimum is not None and n < c.minimum:
-        raise ArgumentError(f"must be at least {c.minimum}, not {n}")
+        raise ArgumentError(f"must be at least {c.minimum}, not {_number_text(n)}")
     if c.maximum is not None and n > c.maximum:
-        raise ArgumentError(f"must be at most {c.maximum}, not {n}")
+        raise ArgumentError(f"must be at most {c.maximum}, not {_number_text(n)}")
+
+
+def _number_text(n: Any) -> str:
+    if isinstance(n, int) and n.bit_length() > 128:
+        return "a larger number" if n > 0 else "a smaller number"
+    text = str(n)
+    return text if len(text) <= 40 else "a number with more digits"
 
 
 def _bool_converter(value: Any) -> bool:
@@ -370,9 +381,11 @@ def _int_converter(c: _Constraints) -> Converter:
         kind = type(value)
         if kind is int:
             n = value
-        elif (kind is float and value.is_integer()) or (
-            kind is Decimal and value.is_finite() and value == value.to_integral_value()
-        ):
+        elif kind is float and value.is_integer():
+            n = int(value)
+        elif kind is Decimal and value.is_finite() and value == value.to_integral_value():
+            if value.adjusted() > _MAX_DIGITS:
+                raise ArgumentError(f"must be an integer of at most {_MAX_DIGITS} digits")
             n = int(value)
         else:
             raise _fail("an integer", value)
@@ -390,6 +403,8 @@ def _number_converter(target: type, c: _Constraints) -> Converter:
     def convert(value: Any) -> Any:
         kind = type(value)
         if kind is int:
+            if value.bit_length() > _MAX_BITS:
+                raise ArgumentError(f"must be a number of at most {_MAX_DIGITS} digits")
             n: Any = Decimal(value) if as_decimal else float(value)
         elif kind is float and math.isfinite(value):
             n = Decimal(repr(value)) if as_decimal else value
@@ -397,6 +412,8 @@ def _number_converter(target: type, c: _Constraints) -> Converter:
             n = value if as_decimal else float(value)
         else:
             raise _fail("a number", value)
+        if not as_decimal and not math.isfinite(n):
+            raise ArgumentError("must be a number within the range of a float")
         if ranged:
             _check_range(n, c)
         return n

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import re
+import types
 import typing
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
@@ -180,6 +181,9 @@ class _Binding:
 def _is_context_annotation(annotation: Any) -> bool:
     while typing.get_origin(annotation) is typing.Annotated:
         annotation = typing.get_args(annotation)[0]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        members = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return len(members) == 1 and members[0] is ToolContext
     return annotation is ToolContext
 
 
@@ -323,6 +327,8 @@ class Tool(Generic[P, R]):
         """
         tool_name = name if name is not None else _tool_name(fn)
         where = f"tool {tool_name!r}"
+        if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+            raise TypeError(f"{where}: a generator function cannot be a tool; return the whole result")
         try:
             signature = inspect.signature(fn, eval_str=True)
         except (NameError, TypeError, SyntaxError) as exc:
@@ -465,6 +471,12 @@ class Tool(Generic[P, R]):
             values = self.convert_arguments(arguments)
         except ArgumentError as exc:
             return ToolResult.error(exc.message(), cost_lines=ctx._lines_since(start))
+        except Exception as exc:
+            # A constructor or a validator of the tool's own types failed in a way the converter did not foresee.
+            return ToolResult.error(
+                f"Arguments of tool '{self.name}' could not be read: {type(exc).__name__}: {exc}",
+                cost_lines=ctx._lines_since(start),
+            )
         try:
             if self.timeout_seconds:
                 with anyio.move_on_after(self.timeout_seconds) as scope:
