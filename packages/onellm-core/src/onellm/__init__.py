@@ -70,6 +70,8 @@ if TYPE_CHECKING:
     from onellm.tools import ToolReferenceResolver as ToolReferenceResolver
     from onellm.tools import ToolResult as ToolResult
     from onellm.tools import tool as tool
+    from onellm.tools.builtin import BuiltinOptions as BuiltinOptions
+    from onellm.tools.builtin import builtin_tools as builtin_tools
 
 # Public name -> module that defines it. Loaded on first attribute access.
 _LAZY: dict[str, str] = {
@@ -106,6 +108,8 @@ _LAZY: dict[str, str] = {
     "ToolReferenceResolver": "onellm.tools",
     "ToolResult": "onellm.tools",
     "tool": "onellm.tools",
+    "BuiltinOptions": "onellm.tools.builtin",
+    "builtin_tools": "onellm.tools.builtin",
 }
 
 __all__ = [
