@@ -11,8 +11,10 @@ Redirects are followed by hand, each hop checked before it is requested. System 
 from __future__ import annotations
 
 import contextlib
+import functools
 import http.cookiejar
 import json as _json
+import ssl
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
@@ -86,10 +88,19 @@ class _GuardedBackend(httpcore.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
 
+@functools.cache
+def _ssl_context(http2: bool) -> ssl.SSLContext:
+    # Loading the CA bundle takes a noticeable fraction of a second, so clients share one context. httpcore sets
+    # the ALPN protocols on the context for every connection, hence one context per HTTP/2 setting.
+    return httpx.create_ssl_context(verify=True, trust_env=False)
+
+
 class _GuardedTransport(httpx.AsyncHTTPTransport):
     def __init__(self, backend: _GuardedBackend, *, verify: Any, http2: bool, limits: httpx.Limits) -> None:
-        super().__init__(verify=verify, trust_env=False, http2=http2, limits=limits)
-        ssl_context = httpx.create_ssl_context(verify=verify, trust_env=False)
+        ssl_context = (
+            _ssl_context(http2) if verify is True else httpx.create_ssl_context(verify=verify, trust_env=False)
+        )
+        super().__init__(verify=ssl_context, trust_env=False, http2=http2, limits=limits)
         # The pool httpx built has the default backend; rebuild it around the guarded one with the same settings.
         self._pool = httpcore.AsyncConnectionPool(
             ssl_context=ssl_context,
@@ -193,7 +204,12 @@ class EgressClient:
         Raises:
             CapabilityDeniedError: no network grant, a scheme other than http or https, or a host the grant lacks.
         """
-        parsed = url if isinstance(url, httpx.URL) else httpx.URL(url)
+        try:
+            parsed = url if isinstance(url, httpx.URL) else httpx.URL(url)
+        except httpx.InvalidURL as exc:
+            raise CapabilityDeniedError(
+                f"Request to {url!r} refused: {exc}.", target=str(url), rule="bad-url"
+            ) from None
         text = str(parsed)
         if not self.grant.enabled:
             raise CapabilityDeniedError(
