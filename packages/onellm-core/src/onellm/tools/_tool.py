@@ -416,17 +416,21 @@ class Tool(Generic[P, R]):
     ) -> Tool[..., Any]:
         """A tool whose schema is given as data (a tool file, an adapter) and whose async handler takes the raw object.
 
-        The arguments must be a JSON object; checking them against the schema is the handler's job.
+        The arguments are checked against the schema (see `onellm.tools._validate`) and passed as plain JSON. Raises
+        `TypeError` for a schema that is not an object schema or uses a keyword the checker cannot enforce.
         """
+        from onellm.tools._validate import compile_schema
+
         schema = dict(input_schema)
         if schema.get("type") != "object":
             raise TypeError(f"tool {name!r}: an input schema must be an object schema")
+        checker = compile_schema(schema, where=f"tool {name!r}, input schema")
         return cls(
             name=name,
             description=description,
             input_schema=schema,
             handler=handler,
-            arguments=None,
+            arguments=JsonType(schema, checker, hashable=False),
             fn=None,
             is_async=True,
             ends_loop=ends_loop,
@@ -450,8 +454,8 @@ class Tool(Generic[P, R]):
             raise ArgumentError(f"must be a JSON object, not {type(arguments).__name__}")
         if self._arguments is None:
             return dict(arguments)
-        converted: dict[str, Any] = self._arguments.converter(arguments)
-        return converted
+        converted = self._arguments.converter(arguments)
+        return converted if type(converted) is dict else dict(converted)
 
     async def invoke(
         self, arguments: Mapping[str, Any] | str | bytes, context: ToolContext | None = None
