@@ -15,6 +15,7 @@ from onellm.tools._provider_schemas import (
 from onellm.tools._references import ResolvedReferences, ToolReferenceResolver, ToolRegistry
 from onellm.tools._schema import ArgumentError, JsonType, compile_type, json_schema_for, to_json_value
 from onellm.tools._tool import GRANT_KINDS, Tool, ToolContext, ToolResult, to_parts, tool
+from onellm.tools._validate import compile_schema
 
 __all__ = [
     "GRANT_KINDS",
@@ -27,6 +28,7 @@ __all__ = [
     "ToolReferenceResolver",
     "ToolRegistry",
     "ToolResult",
+    "compile_schema",
     "compile_type",
     "for_anthropic",
     "for_gemini",
