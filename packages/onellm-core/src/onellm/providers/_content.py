@@ -1,0 +1,100 @@
+"""Helpers every codec shares for turning message content into wire content: inline asset bytes, data URLs, tool
+result text, and the argument text of a tool call."""
+
+from __future__ import annotations
+
+import base64
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from onellm.errors import CapabilityMissingError
+
+if TYPE_CHECKING:
+    from onellm.messages import AssetPart, Part
+
+__all__ = ["asset_base64", "asset_url", "json_text", "parse_arguments", "result_text"]
+
+_ENCODER = msgspec.json.Encoder(decimal_format="number")
+
+
+def json_text(value: Any) -> str:
+    """Compact JSON text of a plain value; decimals stay exact numbers."""
+    return _ENCODER.encode(value).decode("utf-8")
+
+
+def parse_arguments(text: str) -> tuple[dict[str, Any], str | None]:
+    """A tool call's argument text as (inputs, invalid text). Text that is not a JSON object is kept, never dropped."""
+    if not text.strip():
+        return {}, None
+    try:
+        value = msgspec.json.decode(text)
+    except msgspec.DecodeError:
+        return {}, text
+    if isinstance(value, dict):
+        return value, None
+    return {}, text
+
+
+def asset_base64(part: AssetPart) -> str | None:
+    """The asset's inline content as base64 text, when the part carries it (bytes, or base64 text already)."""
+    data = part.data if part.legacy is None else part.legacy_media
+    if isinstance(data, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(data)).decode("ascii")
+    if isinstance(data, str) and not data.startswith(("http://", "https://", "data:")):
+        return data
+    if isinstance(data, dict):
+        inner = data.get("data")
+        if isinstance(inner, str):
+            return inner
+    return None
+
+
+def asset_url(part: AssetPart) -> str:
+    """A URL a provider can read: the part's own http(s) or data URL, else a data URL built from inline content."""
+    data = part.data if part.legacy is None else part.legacy_media
+    if isinstance(data, str) and data.startswith(("http://", "https://", "data:")):
+        return data
+    if isinstance(data, dict):
+        url = data.get("url")
+        if isinstance(url, str):
+            return url
+    encoded = asset_base64(part)
+    if encoded is None:
+        raise CapabilityMissingError(
+            f"asset {part.name or part.key or '(unnamed)'} has no inline content: load it from the asset store "
+            "before sending (the runtime does this for stored assets)"
+        )
+    return f"data:{asset_media_type(part)};base64,{encoded}"
+
+
+def asset_media_type(part: AssetPart) -> str:
+    if part.content_type:
+        return part.content_type
+    data = part.legacy_media
+    if isinstance(data, dict):
+        for key in ("contentType", "mediaType", "mimeType"):
+            if isinstance(data.get(key), str):
+                return str(data[key])
+    return {"image": "image/png", "audio": "audio/wav", "video": "video/mp4", "pdf": "application/pdf"}.get(
+        part.legacy or "", "application/octet-stream"
+    )
+
+
+def result_text(parts: list[Part] | None) -> str:
+    """A tool result as one text: text parts as they are, JSON parts as JSON text, other parts described."""
+    from onellm.messages import JsonPart, RefusalPart, TextPart
+
+    if not parts:
+        return ""
+    pieces: list[str] = []
+    for part in parts:
+        if isinstance(part, TextPart):
+            pieces.append(part.text)
+        elif isinstance(part, JsonPart):
+            pieces.append(json_text(part.json))
+        elif isinstance(part, RefusalPart):
+            pieces.append(part.refusal)
+        else:
+            pieces.append(json_text(part.to_data()))
+    return "\n".join(pieces)
