@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as _dt
 import ipaddress
 import os
-import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -186,21 +185,38 @@ def _shipped_layer() -> CatalogLayer:
 class _Pattern:
     text: str
     literal: int
-    regex: re.Pattern[str]
+    folded: str
     provider: str
     preset: str | None
 
+    def matches(self, name: str) -> bool:
+        return glob_match(self.folded, name.lower())
 
-def _compile_glob(glob: str) -> re.Pattern[str]:
-    parts = []
-    for ch in glob:
-        if ch == "*":
-            parts.append(".*")
-        elif ch == "?":
-            parts.append(".")
+
+def glob_match(pattern: str, text: str) -> bool:
+    """`*` matches any run of characters, `?` one character; everything else itself. Linear in practice and never
+    worse than len(pattern) * len(text): no backtracking blow-up on hostile names."""
+    p = t = 0
+    star = -1
+    mark = 0
+    np, nt = len(pattern), len(text)
+    while t < nt:
+        if p < np and (pattern[p] == "?" or pattern[p] == text[t]):
+            p += 1
+            t += 1
+        elif p < np and pattern[p] == "*":
+            star = p
+            mark = t
+            p += 1
+        elif star >= 0:
+            p = star + 1
+            mark += 1
+            t = mark
         else:
-            parts.append(re.escape(ch))
-    return re.compile("".join(parts), re.IGNORECASE | re.DOTALL)
+            return False
+    while p < np and pattern[p] == "*":
+        p += 1
+    return p == np
 
 
 def _literal_count(glob: str) -> int:
@@ -209,7 +225,7 @@ def _literal_count(glob: str) -> int:
 
 # -- the resolved model ------------------------------------------------------------------------------------------------
 
-Via = Literal["alias", "name", "pattern", "preset"]
+Via = Literal["alias", "name", "pattern", "open"]
 
 
 class ResolvedModel:
@@ -504,7 +520,7 @@ class Catalog:
         if globs is None:
             self._open_scopes.add(scope)
         else:
-            patterns.extend(_Pattern(g, _literal_count(g), _compile_glob(g), scope[0], scope[1]) for g in globs)
+            patterns.extend(_Pattern(g, _literal_count(g), g.lower(), scope[0], scope[1]) for g in globs)
 
     def resolve(self, name: str) -> ResolvedModel:
         """Resolve a model name: optional `provider:` or `preset:` prefix, then alias, exact name, patterns.
@@ -592,7 +608,7 @@ class Catalog:
                 break
             if scope is not None and (pattern.provider, pattern.preset) != scope:
                 continue
-            if pattern.regex.fullmatch(model):
+            if pattern.matches(model):
                 best.append(pattern)
         if best:
             scopes = {(p.provider, p.preset) for p in best}
@@ -602,7 +618,7 @@ class Catalog:
             return self._make((top.provider, top.preset), None, model, requested, "pattern")
         # 4. a provider or preset named by prefix that lists no patterns serves any name
         if scope is not None and scope in self._open_scopes:
-            return self._make(scope, None, model, requested, "preset" if scope[1] is not None else "pattern")
+            return self._make(scope, None, model, requested, "open")
         raise self._not_found(requested, model, scope)
 
     def _resolve_target(self, scope: _Scope, target: str, requested: str) -> ResolvedModel | None:
@@ -611,7 +627,7 @@ class Catalog:
             if s == scope:
                 return self._make(s, entry, entry.name, requested, "alias")
         for pattern in self._patterns:
-            if (pattern.provider, pattern.preset) == scope and pattern.regex.fullmatch(target):
+            if (pattern.provider, pattern.preset) == scope and pattern.matches(target):
                 return self._make(scope, None, target, requested, "alias")
         if scope in self._open_scopes:
             return self._make(scope, None, target, requested, "alias")

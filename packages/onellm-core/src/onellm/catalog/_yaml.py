@@ -28,7 +28,8 @@ def _loader() -> Any:
             text = str(self.construct_scalar(node)).replace("_", "")
             lowered = text.lower()
             if lowered in (".inf", "+.inf", "-.inf", ".nan"):
-                raise BadDefinitionError(f"{text} is not a finite number")
+                mark = node.start_mark
+                raise BadDefinitionError(f"{text} is not a finite number", line=mark.line + 1, column=mark.column + 1)
             try:
                 return Decimal(text)
             except InvalidOperation as exc:  # pragma: no cover - the resolver only tags valid floats
@@ -68,7 +69,7 @@ def load_documents(text: str, *, file: str | None = None) -> list[Any]:
     try:
         docs = [doc for doc in yaml.load_all(text) if doc is not None]
     except BadDefinitionError as exc:
-        raise BadDefinitionError(exc.detail, file=file) from None
+        raise BadDefinitionError(exc.detail, file=file, line=exc.line, column=exc.column) from None
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "invalid YAML"
