@@ -6,7 +6,7 @@ import threading
 import time as time_module
 from decimal import Decimal
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 from uuid import UUID
 
 import anyio
@@ -528,3 +528,37 @@ async def test_an_unexpected_failure_while_reading_arguments_is_a_result() -> No
     result = await f.invoke({"o": {"x": 1}})
     assert result.is_error
     assert result.text == "Argument 'o' is not a valid Odd: ValueError: no."
+
+
+async def test_an_exception_whose_message_cannot_be_read() -> None:
+    class Broken(Exception):
+        def __str__(self) -> str:
+            raise RuntimeError("no")
+
+    @tool
+    def f() -> None:
+        """F."""
+        raise Broken
+
+    assert (await f.invoke({})).text == "Tool 'f' failed: Broken: (the error's message could not be read)"
+
+
+async def test_a_result_that_fails_while_encoding_is_an_error_result() -> None:
+    class Model:
+        model_fields: ClassVar[dict[str, Any]] = {}
+
+        @staticmethod
+        def model_validate(value: Any) -> Any:
+            return value
+
+        def model_dump(self, **kwargs: Any) -> Any:
+            raise ValueError("cannot dump")
+
+    @tool
+    def f() -> Any:
+        """F."""
+        return Model()
+
+    result = await f.invoke({})
+    assert result.is_error
+    assert result.text == "Tool 'f' returned a value that cannot be sent: cannot dump"

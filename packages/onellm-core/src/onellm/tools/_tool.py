@@ -164,6 +164,13 @@ class ToolResult:
         return cls(parts=[TextPart(text=message)], is_error=True, cost_lines=list(cost_lines))
 
 
+def _exception_text(exc: BaseException) -> str:
+    try:
+        return str(exc)
+    except Exception:
+        return "(the error's message could not be read)"
+
+
 def _seconds(value: float) -> str:
     return f"{value:g}"
 
@@ -493,15 +500,16 @@ class Tool(Generic[P, R]):
             else:
                 value = await self._run(values, ctx)
         except Exception as exc:
-            text = str(exc)
+            text = _exception_text(exc)
             kind = type(exc).__name__
             message = f"Tool '{self.name}' failed: {kind}: {text}" if text else f"Tool '{self.name}' failed: {kind}"
             return ToolResult.error(message, cost_lines=ctx._lines_since(start))
         try:
             return self._result(value, ctx._lines_since(start))
-        except TypeError as exc:
+        except Exception as exc:
             return ToolResult.error(
-                f"Tool '{self.name}' returned a value that cannot be sent: {exc}", cost_lines=ctx._lines_since(start)
+                f"Tool '{self.name}' returned a value that cannot be sent: {_exception_text(exc)}",
+                cost_lines=ctx._lines_since(start),
             )
 
     async def _run(self, values: dict[str, Any], ctx: ToolContext) -> Any:
