@@ -368,6 +368,7 @@ def message_and_events(draw: st.DrawFn) -> tuple[Message, list[StreamEvent], str
     return whole, events, finish
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(message_and_events())
 def test_stream_and_whole_message_build_equal_messages(case: tuple[Message, list[StreamEvent], str]) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -85,6 +86,7 @@ _message = st.builds(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(_message)
 def test_any_message_survives_its_plain_data(msg: Message) -> None:
@@ -113,6 +115,7 @@ def _shuffled_data(draw: st.DrawFn) -> dict[str, Any]:
     return _shuffle(draw, draw(_message).to_data())  # type: ignore[no-any-return]
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(_shuffled_data())
 def test_any_valid_data_survives_with_its_key_order(data: dict[str, Any]) -> None:

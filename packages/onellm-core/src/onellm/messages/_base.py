@@ -49,14 +49,27 @@ def relayout(out: dict[str, Any], defaults: Mapping[str, Any], keys: tuple[str, 
             result[key] = out[key]
         elif key in defaults:
             result[key] = defaults[key]
-    if len(result) != len(out):
-        for key, value in out.items():
-            if key in result:
-                continue
-            if key in defaults and key not in keys and _same(value, defaults[key]):
-                continue
-            result[key] = value
-    return result
+    if len(result) == len(out):
+        return result
+    added = [
+        key
+        for key, value in out.items()
+        if key not in result and not (key in defaults and key not in keys and _same(value, defaults[key]))
+    ]
+    if not added:
+        return result
+    # Keys set since reading go where the canonical order puts them: after the nearest canonical key before them.
+    order = list(result)
+    canonical = list(out)
+    for key in added:
+        at = 0
+        for earlier in reversed(canonical[: canonical.index(key)]):
+            if earlier in result:
+                at = order.index(earlier) + 1
+                break
+        order.insert(at, key)
+        result[key] = out[key]
+    return {key: result[key] for key in order}
 
 
 def _same(value: Any, default: Any) -> bool:
