@@ -171,3 +171,9 @@ def test_difflib_patches_apply_exactly(old: list[str], new: list[str], context: 
     result = apply_file_patch("".join(line + ending for line in old), fp)
     kept = ending if old else "\n"  # an empty file has no line ending to keep; new lines get LF
     assert result == "".join(line + kept for line in new)
+
+
+def test_form_feed_and_lone_cr_stay_inside_their_line() -> None:
+    text = "a\x0cb\nc\rd\ne\n"
+    patch = "--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n a\x0cb\n c\rd\n-e\n+E\n"
+    assert apply(text, patch) == "a\x0cb\nc\rd\nE\n"

@@ -126,6 +126,14 @@ async def test_http_request_limits_the_body(make_runner: Callable[..., Any], roo
     assert "above the limit of 10" in big
 
 
+async def test_network_bodies_are_read_up_to_a_cap(make_runner: Callable[..., Any], root: Path, server: str) -> None:
+    run = make_runner(max_file_bytes=1000)
+    text = ok(await run("http_request", {"url": f"{server}/long"}, net(root)))
+    assert text.endswith("[the body was cut after 1000 bytes]")
+    assert "END" not in text
+    assert "larger than 1000 bytes" in err(await run("read_file", {"path": f"{server}/long"}, net(root)))
+
+
 async def test_http_request_refusals(run: Any, root: Path, server: str) -> None:
     assert "no network grant" in err(await run("http_request", {"url": f"{server}/text"}))
     other = Capabilities.network("example.com")

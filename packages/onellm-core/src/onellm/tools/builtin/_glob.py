@@ -234,8 +234,8 @@ class IgnoreRule:
 def parse_gitignore(text: str) -> list[IgnoreRule]:
     """Parse `.gitignore` text into rules; lines that cannot be compiled are skipped, as git skips them."""
     rules: list[IgnoreRule] = []
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw
+    for number, raw in enumerate(text.split("\n"), start=1):
+        line = raw[:-1] if raw.endswith("\r") else raw
         if not line or line.startswith("#"):
             continue
         # Trailing spaces are dropped unless escaped with a backslash.

@@ -12,13 +12,16 @@ The rules (docs/built-in-tools.md has the user's version):
 - line numbers are hints: a hunk applies where its context and removed lines match the file exactly, at the position
   nearest to the stated line of the original file, and after the previous hunk; a hunk that
   matches nowhere fails the whole file, and the caller writes nothing;
-- the file's line endings are kept: untouched and context lines keep theirs, added lines take the file's dominant one.
+- the file's line endings are kept: untouched and context lines keep theirs, added lines take the file's dominant one;
+  only LF and CRLF end a line (a form feed or a lone CR inside a line is part of it).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+
+from onellm.tools.builtin._text import split_lines, split_lines_keepends
 
 __all__ = ["FilePatch", "Hunk", "PatchError", "apply_file_patch", "parse_patch"]
 
@@ -74,7 +77,7 @@ def _header_name(raw: str) -> str | None:
 
 def parse_patch(text: str) -> list[FilePatch]:
     """Parse unified-diff text into file patches. Raises `PatchError` naming the patch line on malformed input."""
-    lines = text.splitlines()
+    lines = split_lines(text)
     patches: list[FilePatch] = []
     i = 0
     n = len(lines)
@@ -162,11 +165,11 @@ def _parse_hunk(lines: list[str], i: int, fp: FilePatch) -> int:
 def _split_lines(text: str) -> list[tuple[str, str]]:
     """Split text into (content, line ending) pairs; the last pair has ending '' when the text does not end in one."""
     out: list[tuple[str, str]] = []
-    for raw in text.splitlines(keepends=True):
+    for raw in split_lines_keepends(text):
         if raw.endswith("\r\n"):
             out.append((raw[:-2], "\r\n"))
-        elif raw.endswith(("\n", "\r")):
-            out.append((raw[:-1], raw[-1]))
+        elif raw.endswith("\n"):
+            out.append((raw[:-1], "\n"))
         else:
             out.append((raw, ""))
     return out

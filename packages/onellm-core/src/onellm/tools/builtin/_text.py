@@ -12,6 +12,8 @@ __all__ = [
     "encode_text",
     "line_range",
     "replace_in_text",
+    "split_lines",
+    "split_lines_keepends",
     "truncate_middle",
 ]
 
@@ -57,12 +59,30 @@ def encode_text(text: str, *, bom: bool = False) -> bytes:
     return ((_BOM if bom else "") + text).encode("utf-8")
 
 
+def split_lines(text: str) -> list[str]:
+    """The lines of `text` without their breaks. Only LF and CRLF end a line (as editors and diff count them): a form
+    feed, a vertical tab or U+2028 inside a line stays part of it, unlike `str.splitlines`."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def split_lines_keepends(text: str) -> list[str]:
+    """The lines of `text` with their LF or CRLF breaks; the last one may have none."""
+    parts = text.split("\n")
+    out = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        out.append(parts[-1])
+    return out
+
+
 def line_range(text: str, start_line: int | None, end_line: int | None) -> tuple[str, int, int, int]:
     """Lines `start_line`..`end_line` (1-based, inclusive) with their line breaks.
 
     Returns the text, the first and last line actually returned, and the file's line count.
     """
-    lines = text.splitlines(keepends=True)
+    lines = split_lines_keepends(text)
     total = len(lines)
     first = 1 if start_line is None else start_line
     last = total if end_line is None else min(end_line, total)

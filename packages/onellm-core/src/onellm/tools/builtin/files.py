@@ -21,7 +21,14 @@ from onellm.tools.builtin._glob import GlobError, PathFilter
 from onellm.tools.builtin._options import BuiltinOptions
 from onellm.tools.builtin._patch import FilePatch, PatchError, apply_file_patch, parse_patch
 from onellm.tools.builtin._regex import Regex
-from onellm.tools.builtin._text import BinaryFileError, decode_text, encode_text, line_range, replace_in_text
+from onellm.tools.builtin._text import (
+    BinaryFileError,
+    decode_text,
+    encode_text,
+    line_range,
+    replace_in_text,
+    split_lines,
+)
 from onellm.tools.builtin._walk import walk
 
 __all__ = ["file_tools"]
@@ -228,7 +235,7 @@ def file_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
             if rx.required and rx.required not in text:
                 continue
             hit = False
-            for number, line in enumerate(text.splitlines(), start=1):
+            for number, line in enumerate(split_lines(text), start=1):
                 if rx.search(line):
                     hit = True
                     shown = line if len(line) <= _MAX_LINE_SHOWN else line[:_MAX_LINE_SHOWN] + " [...]"

@@ -39,27 +39,50 @@ def _is_text(content_type: str) -> bool:
     return not ct or ct.startswith(_TEXT_TYPES) or ct.endswith(("+json", "+xml"))
 
 
-def _body_text(response: httpx.Response, limit: int) -> str:
+async def _read_capped(response: httpx.Response, limit: int) -> tuple[bytes, bool]:
+    """Read at most `limit` bytes of the body; True when more was left unread (the connection is then dropped)."""
+    data = bytearray()
+    async for chunk in response.aiter_bytes():
+        room = limit - len(data)
+        if len(chunk) > room:
+            data += chunk[:room]
+            return bytes(data), True
+        data += chunk
+    return bytes(data), False
+
+
+def _body_text(response: httpx.Response, data: bytes, more: bool, limit: int) -> str:
     content_type = response.headers.get("content-type", "")
     if not _is_text(content_type):
-        return f"[binary body: {len(response.content)} bytes of {content_type or 'unknown type'}]"
-    text = response.content.decode(response.encoding or "utf-8", "replace")
+        size = f"more than {len(data)}" if more else str(len(data))
+        return f"[binary body: {size} bytes of {content_type or 'unknown type'}]"
+    text = data.decode(response.encoding or "utf-8", "replace")
     shown, _ = truncate_middle(text, limit)
+    if more:
+        shown += f"\n[the body was cut after {len(data)} bytes]"
     return shown
 
 
 async def fetch_text(ctx: ToolContext, options: BuiltinOptions, url: str) -> str:
     """GET a URL under the network grant and return its text (for `read_file` of a URL)."""
+    import httpx
+
     from onellm.capabilities import EgressClient
 
     client = EgressClient.shared(ctx.capabilities)
-    response = await client.request("GET", url, timeout=options.http_timeout_seconds)
-    if response.status_code >= 400:
-        raise WebError(f"GET {url} answered {response.status_code} {response.reason_phrase}")
-    content_type = response.headers.get("content-type", "")
-    if not _is_text(content_type):
-        raise WebError(f"{url} is not text ({content_type}, {len(response.content)} bytes)")
-    return response.content.decode(response.encoding or "utf-8", "replace")
+    try:
+        async with client.stream("GET", url, timeout=options.http_timeout_seconds) as response:
+            if response.status_code >= 400:
+                raise WebError(f"GET {url} answered {response.status_code} {response.reason_phrase}")
+            content_type = response.headers.get("content-type", "")
+            if not _is_text(content_type):
+                raise WebError(f"{url} is not text ({content_type or 'no content type'})")
+            data, more = await _read_capped(response, options.max_file_bytes)
+    except (httpx.HTTPError, OSError) as exc:
+        raise WebError(f"GET {url} failed: {type(exc).__name__}: {exc}") from None
+    if more:
+        raise WebError(f"{url} is larger than {options.max_file_bytes} bytes")
+    return data.decode(response.encoding or "utf-8", "replace")
 
 
 def _brave_key(options: BuiltinOptions) -> Secret:
@@ -104,9 +127,10 @@ def web_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
         import httpx
 
         try:
-            response = await client.request(
+            async with client.stream(
                 method, url, headers=headers, content=data, timeout=options.http_timeout_seconds
-            )
+            ) as response:
+                received, more = await _read_capped(response, options.max_file_bytes)
         except httpx.TooManyRedirects as exc:
             raise WebError(f"{method} {url}: {exc}") from None
         except (httpx.HTTPError, OSError) as exc:
@@ -115,9 +139,9 @@ def web_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
         if str(response.url) != url:
             lines.append(f"final URL: {response.url}")
         lines.extend(f"{name}: {response.headers[name]}" for name in _SHOWN_HEADERS if name in response.headers)
-        if method != "HEAD" and response.content:
+        if method != "HEAD" and received:
             lines.append("")
-            lines.append(_body_text(response, options.http_response_limit_chars))
+            lines.append(_body_text(response, received, more, options.http_response_limit_chars))
         return "\n".join(lines)
 
     async def search_web(query: str, ctx: ToolContext, count: _Count = 10) -> str:

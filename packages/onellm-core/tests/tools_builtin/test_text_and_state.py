@@ -1,0 +1,87 @@
+"""Unit tests of the text and state helpers (the rules the file tools and `todo`/`memory` share)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from onellm.tools.builtin._state import MemoryStore, StateError, TodoItem, TodoStore, render_todos
+from onellm.tools.builtin._text import (
+    BinaryFileError,
+    ReplaceError,
+    decode_text,
+    encode_text,
+    line_range,
+    replace_in_text,
+    split_lines,
+    split_lines_keepends,
+    truncate_middle,
+)
+
+
+def test_split_lines_only_at_lf_and_crlf() -> None:
+    assert split_lines("a\r\nb\x0cc\nd\u2028e\n") == ["a", "b\x0cc", "d\u2028e"]
+    assert split_lines("a\nb") == ["a", "b"]
+    assert split_lines("") == []
+    assert split_lines_keepends("a\r\nb\nc") == ["a\r\n", "b\n", "c"]
+    assert split_lines_keepends("a\n") == ["a\n"]
+
+
+def test_decode_text() -> None:
+    assert decode_text(b"\xef\xbb\xbfhi", "f").text == "hi"
+    assert decode_text(b"\xef\xbb\xbfhi", "f").bom
+    assert encode_text("hi", bom=True) == b"\xef\xbb\xbfhi"
+    with pytest.raises(BinaryFileError, match="f is a binary file"):
+        decode_text(b"a\x00b", "f")
+    with pytest.raises(BinaryFileError, match="invalid byte at offset 1"):
+        decode_text(b"a\xffb", "f")
+
+
+def test_line_range() -> None:
+    text = "1\n2\n3\n4\n"
+    assert line_range(text, 2, 3) == ("2\n3\n", 2, 3, 4)
+    assert line_range(text, 3, None) == ("3\n4\n", 3, 4, 4)
+    assert line_range(text, 4, 99) == ("4\n", 4, 4, 4)
+    assert line_range(text, 5, None) == ("", 5, 4, 4)
+
+
+def test_truncate_middle() -> None:
+    assert truncate_middle("short", 10) == ("short", False)
+    text, cut = truncate_middle("a" * 10 + "b" * 10, 10)
+    assert cut
+    assert text == "aaaaa\n[... 10 characters elided ...]\nbbbbb"
+
+
+def test_replace_in_text_rules() -> None:
+    assert replace_in_text("a b a", "b", "c", replace_all=False, name="f") == ("a c a", 1)
+    assert replace_in_text("a b a", "a", "c", replace_all=True, name="f") == ("c b c", 2)
+    with pytest.raises(ReplaceError, match=r"occurs 2 times in f \(at lines 1, 3\)"):
+        replace_in_text("a\nb\na\n", "a", "c", replace_all=False, name="f")
+    with pytest.raises(ReplaceError, match="not found in f"):
+        replace_in_text("abc", "x", "y", replace_all=False, name="f")
+    # CRLF file, LF old_string: both are matched and written with CRLF; a CRLF new_string is not doubled.
+    assert replace_in_text("a\r\nb\r\n", "a\nb", "x\r\ny", replace_all=False, name="f") == ("x\r\ny\r\n", 1)
+
+
+def test_todo_store_round_trip_and_damaged_file(tmp_path: Path) -> None:
+    store = TodoStore(tmp_path, "inst/../x")
+    assert store.path.parent == tmp_path / "todos"
+    assert store.path.name == "inst_.._x.json"
+    store.write([TodoItem("a", "completed"), TodoItem("b")])
+    assert store.read() == [TodoItem("a", "completed"), TodoItem("b", "pending")]
+    store.path.write_text('[{"content": "ok", "status": "pending"}, {"content": 3}, "junk"]')
+    assert store.read() == [TodoItem("ok")]
+    assert render_todos([]) == "The todo list is empty."
+    leftovers = [p.name for p in store.path.parent.iterdir() if p.name.startswith(".tmp-")]
+    assert leftovers == []
+
+
+def test_memory_store_keys(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path)
+    assert store.keys() == []
+    store.write("a", "1")
+    (tmp_path / "memory" / "not-md.txt").write_text("x")
+    assert store.keys() == ["a"]
+    with pytest.raises(StateError, match="memory key"):
+        store.read("../a")
