@@ -1,0 +1,1001 @@
+"""Compiling parse trees to Python closures, and running them.
+
+Every node becomes a closure once, when the template is parsed; rendering calls closures and never looks at nodes.
+Statement closures take `(state, write, dot, frame)`; expression closures take `(state, dot, frame[, final])`, where
+`final` is the value piped in from the previous command. Variables live in a per-invocation frame (a list), at
+slots fixed at compile time, so `$x` is one list index.
+
+The semantics follow Go's `text/template/exec.go`: field chains over maps, the missing-key modes, truth, `range`
+over lists, maps (sorted keys) and integers, `break`/`continue`, `template` with a fresh variable scope, argument
+conversion by declared parameter type, and its error messages (`executing "t" at <.x>: map has no entry for key
+"x"`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from onellm.templating._funcs import (
+    ANY,
+    INT,
+    STRING,
+    VALUE,
+    CallError,
+    FuncSpec,
+    LimitError,
+    go_call,
+    truth,
+)
+from onellm.templating._gofmt import MISSING, U8, go_quote, go_type, value_text
+from onellm.templating._parse import (
+    ActionNode,
+    BoolNode,
+    BranchNode,
+    BreakNode,
+    ChainNode,
+    CommandNode,
+    ContinueNode,
+    DotNode,
+    FieldNode,
+    IdentifierNode,
+    IfNode,
+    ListNode,
+    NilNode,
+    Node,
+    NumberNode,
+    PipeNode,
+    RangeNode,
+    StringNode,
+    TemplateNode,
+    TextNode,
+    VariableNode,
+    WithNode,
+)
+
+__all__ = ["ExecFail", "Program", "State", "compile_program"]
+
+MAX_TEMPLATE_DEPTH = 100000
+NOFINAL: Any = object()
+
+Stmt = Callable[["State", Callable[[str], Any], Any, list[Any]], None]
+Expr = Callable[..., Any]
+
+
+class ExecFail(Exception):
+    """A run-time error: the node it happened at, the source it belongs to, and Go's message."""
+
+    def __init__(self, where: Where, node: Node | None, message: str, kind: str = "execute") -> None:
+        super().__init__(message)
+        self.where = where
+        self.node = node
+        self.message = message
+        self.kind = kind
+
+    @property
+    def detail(self) -> str:
+        if self.node is None:
+            return self.message
+        ctx = str(self.node)
+        return f"executing {go_quote(self.where.tree)} at <{ctx}>: {self.message}"
+
+
+class Where:
+    """Which source text and which named tree a closure belongs to (for error positions and messages)."""
+
+    __slots__ = ("source", "tree")
+
+    def __init__(self, source: Any, tree: str) -> None:
+        self.source = source
+        self.tree = tree
+
+
+class _Break(Exception):
+    pass
+
+
+class _Continue(Exception):
+    pass
+
+
+_BREAK = _Break()
+_CONTINUE = _Continue()
+
+
+class State:
+    """What one render needs besides the program: options, depth, output accounting, host hooks."""
+
+    __slots__ = (
+        "cancel",
+        "counted",
+        "depth",
+        "embed",
+        "limit",
+        "missing_error",
+        "now",
+        "out",
+        "program",
+        "total",
+    )
+
+    def __init__(self, program: Program, missing_error: bool, limit: int) -> None:
+        self.program = program
+        self.missing_error = missing_error
+        self.depth = 0
+        self.out: list[str] = []
+        self.counted = 0
+        self.total = 0
+        self.limit = limit
+        self.cancel: Callable[[], bool] | None = None
+        self.embed: Any = None
+        self.now: Callable[[], Any] | None = None
+
+    def check(self) -> None:
+        """Count new output against the limit and honour cancellation."""
+        out = self.out
+        n = len(out)
+        if n > self.counted:
+            total = self.total
+            for i in range(self.counted, n):
+                total += len(out[i])
+            self.total = total
+            self.counted = n
+            if total > self.limit:
+                raise LimitFail(f"output exceeds the limit of {self.limit} characters")
+        cancel = self.cancel
+        if cancel is not None and cancel():
+            raise LimitFail("rendering was cancelled")
+
+
+class LimitFail(Exception):
+    """The output limit was reached, or the render was cancelled."""
+
+
+class Tree:
+    __slots__ = ("nslots", "run", "where")
+
+    def __init__(self, run: Stmt, nslots: int, where: Where) -> None:
+        self.run = run
+        self.nslots = nslots
+        self.where = where
+
+
+class Program:
+    """The compiled trees of one parsed text, by name."""
+
+    __slots__ = ("trees",)
+
+    def __init__(self) -> None:
+        self.trees: dict[str, Tree] = {}
+
+
+def compile_program(trees: dict[str, ListNode], source: Any, funcs: Mapping[str, FuncSpec]) -> Program:
+    prog = Program()
+    for name, root in trees.items():
+        where = Where(source, name)
+        c = _Compiler(prog, where, funcs)
+        run = c.list(root)
+        prog.trees[name] = Tree(run, c.nslots, where)
+    return prog
+
+
+def _noop(st: State, w: Any, dot: Any, vs: list[Any]) -> None:
+    return None
+
+
+def print_text(v: Any) -> str:
+    """What an action prints for a value (`fmt.Fprint`, with `<no value>` for nil and missing)."""
+    t = type(v)
+    if t is str:
+        return v  # type: ignore[no-any-return]
+    if t is int:
+        return str(v)
+    if v is None or v is MISSING:
+        return "<no value>"
+    return value_text(v)
+
+
+def _dig(v: Any) -> Any:
+    return MISSING if v is None else v
+
+
+class _Compiler:
+    def __init__(self, prog: Program, where: Where, funcs: Mapping[str, FuncSpec]) -> None:
+        self.prog = prog
+        self.where = where
+        self.funcs = funcs
+        self.scopes: list[dict[str, int]] = [{"$": 0}]
+        self.nslots = 1
+        # Whether dot (and which variable slots) hold a list or map element, whose static Go type is
+        # `interface {}`: it only shows in error messages.
+        self.dot_iface = False
+        self.iface_slots: set[int] = set()
+
+    # -- errors
+
+    def fail(self, node: Node | None, message: str) -> ExecFail:
+        return ExecFail(self.where, node, message)
+
+    def raiser(self, node: Node | None, message: str) -> Expr:
+        where = self.where
+
+        def f(st: State, dot: Any, vs: list[Any], final: Any = NOFINAL) -> Any:
+            raise ExecFail(where, node, message)
+
+        return f
+
+    # -- variables
+
+    def lookup(self, name: str) -> int | None:
+        for scope in reversed(self.scopes):
+            slot = scope.get(name)
+            if slot is not None:
+                return slot
+        return None
+
+    def declare(self, name: str) -> int:
+        slot = self.nslots
+        self.nslots += 1
+        self.scopes[-1][name] = slot
+        return slot
+
+    # -- statements
+
+    def list(self, lst: ListNode) -> Stmt:
+        parts: list[Stmt] = []
+        texts: list[str] = []
+
+        def flush() -> None:
+            if texts:
+                parts.append(_text_stmt("".join(texts)))
+                texts.clear()
+
+        for n in lst.nodes:
+            if isinstance(n, TextNode):
+                texts.append(n.text)
+                continue
+            flush()
+            parts.append(self.node(n))
+        flush()
+        if not parts:
+            return _noop
+        if len(parts) == 1:
+            return parts[0]
+        if len(parts) == 2:
+            a, b = parts
+
+            def two(st: State, w: Any, dot: Any, vs: list[Any]) -> None:
+                a(st, w, dot, vs)
+                b(st, w, dot, vs)
+
+            return two
+        seq = tuple(parts)
+
+        def many(st: State, w: Any, dot: Any, vs: list[Any]) -> None:
+            for f in seq:
+                f(st, w, dot, vs)
+
+        return many
+
+    def node(self, n: Node) -> Stmt:
+        if isinstance(n, ActionNode):
+            return self.action(n)
+        if isinstance(n, IfNode):
+            return self.if_with(n, False)
+        if isinstance(n, WithNode):
+            return self.if_with(n, True)
+        if isinstance(n, RangeNode):
+            return self.range(n)
+        if isinstance(n, TemplateNode):
+            return self.template(n)
+        if isinstance(n, BreakNode):
+
+            def brk(st: State, w: Any, dot: Any, vs: list[Any]) -> None:
+                raise _BREAK
+
+            return brk
+        if isinstance(n, ContinueNode):
+
+            def cont(st: State, w: Any, dot: Any, vs: list[Any]) -> None:
+                raise _CONTINUE
+
+            return cont
+        if isinstance(n, TextNode):
+            return _text_stmt(n.text)
+        raise self.fail(n, f"unknown node: {n}")
+
+    def action(self, n: ActionNode) -> Stmt:
+        ev = self.pipe(n.pipe)
+        if n.pipe.decl:
+
+            def assign(st: State, w: Any, dot: Any, vs: list[Any]) -> None:
+                ev(st, dot, vs)
+
+            return assign
+        cmd = n.pipe.cmds[0]
+        if len(n.pipe.cmds) == 1 and len(cmd.args) == 1 and isinstance(cmd.args[0], FieldNode):
+            field = cmd.args[0]
+            if len(field.ident) == 1:
+                return self._print_field1(field)
+
+        def act(st: State, w: Any, dot: Any, vs: list[Any]) -> None:
+            v = ev(st, dot, vs)
+            t = type(v)
+            if t is str:
+                w(v)
+            elif t is int:
+                w(str(v))
+            elif v is None or v is MISSING:
+                w("<no value>")
+            else:
+                w(value_text(v))
+
+        return act
+
+    def _print_field1(self, field: FieldNode) -> Stmt:
+        name = field.ident[0]
+        where = self.where
+        concrete = not self.dot_iface
+
+        def act(st: State, w: Any, dot: Any, vs: list[Any]) -> None:
+            if type(dot) is dict:
+                v = dot.get(name, MISSING)
+                if v is MISSING and st.missing_error:
+                    raise ExecFail(where, field, f"map has no entry for key {go_quote(name)}")
+            else:
+                v = _field(st, where, field, dot, name, False, concrete)
+            t = type(v)
+            if t is str:
+                w(v)
+            elif t is int:
+                w(str(v))
+            elif v is None or v is MISSING:
+                w("<no value>")
+            else:
+                w(value_text(v))
+
+        return act
+
+    def if_with(self, n: BranchNode, is_with: bool) -> Stmt:
+        self.scopes.append({})
+        try:
+            cond = self.pipe(n.pipe)
+            saved_iface = self.dot_iface
+            if is_with:
+                self.dot_iface = False
+            try:
+                body = self.list(n.list)
+            finally:
+                self.dot_iface = saved_iface
+            other = self.list(n.else_list) if n.else_list is not None else None
+        finally:
+            self.scopes.pop()
+        if is_with:
+            if other is None:
+
+                def with_(st: State, w: Any, dot: Any, vs: list[Any]) -> None:
+                    v = cond(st, dot, vs)
+                    if truth(v):
+                        body(st, w, v, vs)
+
+                return with_
+
+            def with_else(st: State, w: Any, dot: Any, vs: list[Any]) -> None:
+                v = cond(st, dot, vs)
+                if truth(v):
+                    body(st, w, v, vs)
+                else:
+                    other(st, w, dot, vs)
+
+            return with_else
+        if other is None:
+
+            def if_(st: State, w: Any, dot: Any, vs: list[Any]) -> None:
+                if truth(cond(st, dot, vs)):
+                    body(st, w, dot, vs)
+
+            return if_
+
+        def if_else(st: State, w: Any, dot: Any, vs: list[Any]) -> None:
+            if truth(cond(st, dot, vs)):
+                body(st, w, dot, vs)
+            else:
+                other(st, w, dot, vs)
+
+        return if_else
+
+    def range(self, n: BranchNode) -> Stmt:
+        where = self.where
+        pipe = n.pipe
+        self.scopes.append({})
+        try:
+            # The range pipeline itself assigns nothing: iterations set the variables.
+            cmds_ev = self._commands(pipe)
+            decl_slots: list[int] = []
+            assign_missing: str | None = None
+            if pipe.is_assign:
+                for v in pipe.decl:
+                    slot = self.lookup(v.ident[0])
+                    if slot is None:
+                        assign_missing = v.ident[0]
+                        decl_slots.append(0)
+                    else:
+                        decl_slots.append(slot)
+            else:
+                for v in pipe.decl:
+                    decl_slots.append(self.declare(v.ident[0]))
+            self.scopes.append({})
+            saved_iface = self.dot_iface
+            self.dot_iface = True
+            self.iface_slots.update(decl_slots)
+            try:
+                body = self.list(n.list)
+            finally:
+                self.dot_iface = saved_iface
+            self.scopes.pop()
+            other = self.list(n.else_list) if n.else_list is not None else None
+        finally:
+            self.scopes.pop()
+        ndecl = len(pipe.decl)
+        if ndecl == 2:
+            idx_slot, elem_slot = decl_slots
+        elif ndecl == 1:
+            idx_slot, elem_slot = -1, decl_slots[0]
+        else:
+            idx_slot = elem_slot = -1
+        pipe_node = pipe
+
+        def run(st: State, w: Any, dot: Any, vs: list[Any]) -> None:
+            val = cmds_ev(st, dot, vs)
+            if val is None:
+                val = MISSING
+            if assign_missing is not None:
+                raise ExecFail(where, _last_node(pipe_node), f"undefined variable: {assign_missing}")
+            for s in decl_slots:
+                vs[s] = val
+            t = type(val)
+            if t is list or t is tuple:
+                items: Any = val
+                if not items:
+                    if other is not None:
+                        other(st, w, dot, vs)
+                    return
+                if idx_slot < 0:
+                    return _loop_values(st, w, vs, body, items, elem_slot)
+                pairs: Any = enumerate(items)
+            elif isinstance(val, Mapping):
+                if not val:
+                    if other is not None:
+                        other(st, w, dot, vs)
+                    return
+                keys = sorted(val)
+                pairs = [(k, val[k]) for k in keys]
+            elif t is int or (isinstance(val, int) and not isinstance(val, bool)):
+                if ndecl > 1:
+                    raise ExecFail(where, _first_arg(pipe_node), f"can't use {value_text(val)} to iterate over more than one variable")
+                if val <= 0:
+                    if other is not None:
+                        other(st, w, dot, vs)
+                    return
+                return _loop_values(st, w, vs, body, range(val), elem_slot)
+            elif val is MISSING or val is None:
+                if other is not None:
+                    other(st, w, dot, vs)
+                return
+            elif isinstance(val, (list, tuple)):
+                pairs = enumerate(val)
+                if not val:
+                    if other is not None:
+                        other(st, w, dot, vs)
+                    return
+            else:
+                raise ExecFail(where, _first_arg(pipe_node), f"range can't iterate over {value_text(val)}")
+            i = 0
+            for k, e in pairs:
+                if idx_slot >= 0:
+                    vs[idx_slot] = k
+                if elem_slot >= 0:
+                    vs[elem_slot] = e
+                i += 1
+                if not i & 63:
+                    st.check()
+                try:
+                    body(st, w, e, vs)
+                except _Continue:
+                    pass
+                except _Break:
+                    break
+            return None
+
+        return run
+
+    def template(self, n: TemplateNode) -> Stmt:
+        where = self.where
+        prog = self.prog
+        name = n.name
+        ev = self.pipe(n.pipe, dig=True) if n.pipe is not None else None
+
+        def call(st: State, w: Any, dot: Any, vs: list[Any]) -> None:
+            tree = prog.trees.get(name)
+            if tree is None:
+                raise ExecFail(where, n, f"template {go_quote(name)} not defined")
+            if st.depth >= MAX_TEMPLATE_DEPTH:
+                raise ExecFail(where, n, f"exceeded maximum template depth ({MAX_TEMPLATE_DEPTH})")
+            newdot = ev(st, dot, vs) if ev is not None else MISSING
+            frame = [None] * tree.nslots
+            frame[0] = newdot
+            st.depth += 1
+            try:
+                tree.run(st, w, newdot, frame)
+            except RecursionError:
+                raise ExecFail(where, n, f"exceeded maximum template depth ({MAX_TEMPLATE_DEPTH})") from None
+            finally:
+                st.depth -= 1
+            if not st.depth & 15:
+                st.check()
+
+        return call
+
+    # -- pipelines
+
+    def _commands(self, pipe: PipeNode) -> Expr:
+        """The commands of a pipeline, chained through `final`; no declarations."""
+        cmds = [self.command(c, i > 0) for i, c in enumerate(pipe.cmds)]
+        if len(cmds) == 1:
+            return cmds[0]
+        first, rest = cmds[0], tuple(cmds[1:])
+
+        def chain(st: State, dot: Any, vs: list[Any]) -> Any:
+            v = first(st, dot, vs)
+            for c in rest:
+                v = c(st, dot, vs, _dig(v))
+            return v
+
+        return chain
+
+    def pipe(self, pipe: PipeNode, dig: bool = False) -> Expr:
+        ev = self._commands(pipe)
+        if not pipe.decl:
+            if not dig:
+                return ev
+
+            def dug(st: State, dot: Any, vs: list[Any]) -> Any:
+                v = ev(st, dot, vs)
+                return MISSING if v is None else v
+
+            return dug
+        where = self.where
+        slots: list[int] = []
+        missing_name: str | None = None
+        for v in pipe.decl:
+            if pipe.is_assign:
+                slot = self.lookup(v.ident[0])
+                if slot is None:
+                    missing_name = v.ident[0]
+                    slot = 0
+                slots.append(slot)
+            else:
+                slots.append(self.declare(v.ident[0]))
+        slot0 = slots[0]
+        last_node = _last_node(pipe)
+
+        def declare(st: State, dot: Any, vs: list[Any]) -> Any:
+            v = ev(st, dot, vs)
+            if v is None:
+                v = MISSING
+            if missing_name is not None:
+                raise ExecFail(where, last_node, f"undefined variable: {missing_name}")
+            vs[slot0] = v
+            return v
+
+        return declare
+
+    def command(self, cmd: CommandNode, has_final: bool) -> Expr:
+        first = cmd.args[0]
+        if isinstance(first, FieldNode):
+            return self.field_cmd(first, first.ident, None, len(cmd.args) > 1, has_final, self.dot_iface)
+        if isinstance(first, ChainNode):
+            if isinstance(first.node, NilNode):
+                return self.raiser(first, f"indirection through explicit nil in {first}")
+            base = self.arg(first.node, None)
+            return self.field_cmd(_last_eval(first.node), first.field, base, len(cmd.args) > 1, has_final)
+        if isinstance(first, IdentifierNode):
+            return self.function(first, cmd, cmd.args[1:], has_final)
+        if isinstance(first, PipeNode):
+            if len(cmd.args) > 1 or has_final:
+                return self.raiser(cmd, f"can't give argument to non-function {cmd.args[0]}")
+            return self.pipe(first, dig=True)
+        if isinstance(first, VariableNode):
+            slot = self.lookup(first.ident[0])
+            if slot is None:
+                return self.raiser(first, f"undefined variable: {first.ident[0]}")
+            if len(first.ident) == 1:
+                if len(cmd.args) > 1 or has_final:
+                    return self.raiser(first, f"can't give argument to non-function {first}")
+
+                def var(st: State, dot: Any, vs: list[Any], final: Any = NOFINAL) -> Any:
+                    return vs[slot]
+
+                return var
+            s = slot
+
+            def base_var(st: State, dot: Any, vs: list[Any]) -> Any:
+                return vs[s]
+
+            iface = slot in self.iface_slots
+            return self.field_cmd(first, first.ident[1:], base_var, len(cmd.args) > 1, has_final, iface)
+        if len(cmd.args) > 1 or has_final:
+            return self.raiser(first, f"can't give argument to non-function {first}")
+        if isinstance(first, BoolNode):
+            return _const(first.value)
+        if isinstance(first, DotNode):
+
+            def dot_(st: State, dot: Any, vs: list[Any], final: Any = NOFINAL) -> Any:
+                return dot
+
+            return dot_
+        if isinstance(first, NilNode):
+            return self.raiser(first, "nil is not a command")
+        if isinstance(first, NumberNode):
+            return self.ideal(first)
+        if isinstance(first, StringNode):
+            return _const(first.text)
+        return self.raiser(first, f"can't evaluate command {go_quote(str(first))}")
+
+    def ideal(self, n: NumberNode) -> Expr:
+        text = n.text
+        if n.is_complex:
+            return _const(n.complex_value)
+        is_hex_int = len(text) > 2 and text[0] == "0" and text[1] in "xX" and not any(c in text for c in "pP")
+        if n.is_float and not is_hex_int and not text.startswith("'") and any(c in text for c in ".eEpP"):
+            return _const(n.float_value)
+        if n.is_int:
+            return _const(n.int_value)
+        if n.is_uint:
+            return self.raiser(n, f"{text} overflows int")
+        return _const(MISSING)
+
+    def field_cmd(
+        self, node: Node, names: list[str], base: Expr | None, extra_args: bool, has_final: bool, iface: bool = False
+    ) -> Expr:
+        where = self.where
+        concrete = not iface
+        has_args = extra_args or has_final
+        names_t = tuple(names)
+        last = names_t[-1]
+        init = names_t[:-1]
+        if base is None and len(names_t) == 1:
+            name = last
+
+            def field1(st: State, dot: Any, vs: list[Any], final: Any = NOFINAL) -> Any:
+                if type(dot) is dict and not has_args:
+                    v = dot.get(name, MISSING)
+                    if v is MISSING and st.missing_error:
+                        raise ExecFail(where, node, f"map has no entry for key {go_quote(name)}")
+                    return v
+                return _field(st, where, node, dot, name, has_args, concrete)
+
+            return field1
+
+        def chain(st: State, dot: Any, vs: list[Any], final: Any = NOFINAL) -> Any:
+            if base is None:
+                recv = dot
+            else:
+                recv = base(st, dot, vs)
+                if recv is None:
+                    recv = MISSING
+            first = concrete
+            for nm in init:
+                if type(recv) is dict:
+                    v = recv.get(nm, MISSING)
+                    if v is MISSING and st.missing_error:
+                        raise ExecFail(where, node, f"map has no entry for key {go_quote(nm)}")
+                    recv = v
+                else:
+                    recv = _field(st, where, node, recv, nm, False, first)
+                first = False
+            return _field(st, where, node, recv, last, has_args, first)
+
+        return chain
+
+    # -- functions
+
+    def function(self, ident: IdentifierNode, cmd: Node, args: list[Node], has_final: bool) -> Expr:
+        where = self.where
+        name = ident.ident
+        spec = self.funcs.get(name)
+        if spec is None:
+            return self.raiser(ident, f"{go_quote(name)} is not a defined function")
+        num_in = len(args) + (1 if has_final else 0)
+        nparams = len(spec.params)
+        if spec.variadic is not None:
+            if num_in < nparams:
+                return self.raiser(ident, f"wrong number of args for {name}: want at least {nparams} got {len(args)}")
+        elif num_in != nparams:
+            return self.raiser(ident, f"wrong number of args for {name}: want {nparams} got {num_in}")
+
+        def kind_at(i: int) -> int:
+            if i < nparams:
+                return spec.params[i]
+            return spec.variadic if spec.variadic is not None else ANY
+
+        final_kind = kind_at(num_in - 1) if has_final else ANY
+        final_node: Node = args[-1] if args else ident
+        special = spec.special
+        if special in ("and", "or"):
+            evs = [self.arg(a, VALUE) for a in args]
+            want = special == "or"
+
+            def and_or(st: State, dot: Any, vs: list[Any], final: Any = NOFINAL) -> Any:
+                v: Any = MISSING
+                for e in evs:
+                    v = e(st, dot, vs)
+                    if truth(v) == want:
+                        return v
+                if final is not NOFINAL:
+                    v = final
+                return v
+
+            return and_or
+        evs = [self.arg(a, kind_at(i)) for i, a in enumerate(args)]
+        impl = spec.impl
+        if special == "call":
+            callee = str(args[0]) if args else ""
+
+            def call_(st: State, dot: Any, vs: list[Any], final: Any = NOFINAL) -> Any:
+                argv = [e(st, dot, vs) for e in evs]
+                if final is not NOFINAL:
+                    argv.append(final)
+                nm = callee if args else f"<{go_type(final)} Value>"
+                try:
+                    return go_call(nm, *argv)
+                except CallError as e:
+                    raise ExecFail(where, cmd, f"error calling {name}: {e}") from None
+
+            return call_
+        if special == "embed":
+            impl = _embed_impl(where, cmd)
+        elif special == "now":
+            impl = _now_impl
+        elif special == "date":
+            impl = _date_impl
+
+        needs_state = special in ("embed", "now", "date")
+
+        if len(evs) == 1 and not has_final and not needs_state:
+            e0 = evs[0]
+
+            def call1(st: State, dot: Any, vs: list[Any], final: Any = NOFINAL) -> Any:
+                a0 = e0(st, dot, vs)
+                try:
+                    return impl(a0)
+                except CallError as e:
+                    raise ExecFail(where, cmd, f"error calling {name}: {e}") from None
+                except LimitError:
+                    raise LimitFail(f"{name}: output exceeds the limit") from None
+
+            return call1
+
+        def call(st: State, dot: Any, vs: list[Any], final: Any = NOFINAL) -> Any:
+            argv = [e(st, dot, vs) for e in evs]
+            if final is not NOFINAL:
+                argv.append(_validate(where, final_node, final, final_kind))
+            try:
+                if needs_state:
+                    return impl(st, *argv)
+                return impl(*argv)
+            except CallError as e:
+                raise ExecFail(where, cmd, f"error calling {name}: {e}") from None
+            except LimitError:
+                raise LimitFail(f"{name}: output exceeds the limit") from None
+
+        return call
+
+    def arg(self, n: Node, kind: int | None) -> Expr:
+        """An argument converted to the parameter kind (None: untyped, as for the head of a chain)."""
+        where = self.where
+        if isinstance(n, DotNode):
+            if kind in (None, VALUE, ANY):
+                if kind == ANY:
+
+                    def dot_any(st: State, dot: Any, vs: list[Any]) -> Any:
+                        return None if dot is MISSING else dot
+
+                    return dot_any
+
+                def dot_(st: State, dot: Any, vs: list[Any]) -> Any:
+                    return dot
+
+                return dot_
+
+            def dot_typed(st: State, dot: Any, vs: list[Any]) -> Any:
+                return _validate(where, n, dot, kind)  # type: ignore[arg-type]
+
+            return dot_typed
+        if isinstance(n, NilNode):
+            if kind in (STRING, INT):
+                return self.raiser(n, f"cannot assign nil to {'string' if kind == STRING else 'int'}")
+            return _const(None if kind == ANY else MISSING)
+        ev: Expr | None = None
+        if isinstance(n, FieldNode):
+            ev = self.field_cmd(n, n.ident, None, False, False, self.dot_iface)
+        elif isinstance(n, VariableNode):
+            slot = self.lookup(n.ident[0])
+            if slot is None:
+                return self.raiser(n, f"undefined variable: {n.ident[0]}")
+            if len(n.ident) == 1:
+                s = slot
+
+                def var(st: State, dot: Any, vs: list[Any]) -> Any:
+                    return vs[s]
+
+                ev = var
+            else:
+                s2 = slot
+
+                def base_var(st: State, dot: Any, vs: list[Any]) -> Any:
+                    return vs[s2]
+
+                ev = self.field_cmd(n, n.ident[1:], base_var, False, False, s2 in self.iface_slots)
+        elif isinstance(n, PipeNode):
+            ev = self.pipe(n, dig=True)
+        elif isinstance(n, IdentifierNode):
+            ev = self.function(n, n, [], False)
+        elif isinstance(n, ChainNode):
+            if isinstance(n.node, NilNode):
+                return self.raiser(n, f"indirection through explicit nil in {n}")
+            ev = self.field_cmd(_last_eval(n.node), n.field, self.arg(n.node, None), False, False)
+        if ev is not None:
+            if kind is None or kind == VALUE:
+                return ev
+            inner = ev
+            if kind == ANY:
+
+                def any_(st: State, dot: Any, vs: list[Any]) -> Any:
+                    v = inner(st, dot, vs)
+                    return None if v is MISSING else v
+
+                return any_
+
+            def typed(st: State, dot: Any, vs: list[Any]) -> Any:
+                return _validate(where, n, inner(st, dot, vs), kind)  # type: ignore[arg-type]
+
+            return typed
+        if kind == STRING:
+            if isinstance(n, StringNode):
+                return _const(n.text)
+            return self.raiser(n, f"expected string; found {n}")
+        if kind == INT:
+            if isinstance(n, NumberNode) and n.is_int:
+                return _const(n.int_value)
+            return self.raiser(n, f"expected integer; found {n}")
+        if isinstance(n, BoolNode):
+            return _const(n.value)
+        if isinstance(n, NumberNode):
+            return self.ideal(n)
+        if isinstance(n, StringNode):
+            return _const(n.text)
+        return self.raiser(n, f"can't handle {n} for arg")
+
+
+def _text_stmt(text: str) -> Stmt:
+    def text_(st: State, w: Any, dot: Any, vs: list[Any]) -> None:
+        w(text)
+
+    return text_
+
+
+def _const(c: Any) -> Expr:
+    def const(st: State, dot: Any, vs: list[Any], final: Any = NOFINAL) -> Any:
+        return c
+
+    return const
+
+
+def _first_arg(pipe: PipeNode) -> Node:
+    """The node Go reports for errors about a range value: the last node the pipeline evaluated."""
+    return _last_eval(pipe)
+
+
+def _last_eval(n: Node) -> Node:
+    """The last node Go marks while evaluating `n`; its errors that carry no node of their own report it."""
+    if isinstance(n, PipeNode):
+        return _last_eval(n.cmds[-1])
+    if isinstance(n, CommandNode):
+        first = n.args[0]
+        if isinstance(first, IdentifierNode) and len(n.args) > 1:
+            return _last_eval(n.args[-1])
+        return _last_eval(first)
+    if isinstance(n, ChainNode):
+        return _last_eval(n.node)
+    return n
+
+
+def _last_node(pipe: PipeNode) -> Node:
+    cmd = pipe.cmds[-1]
+    if len(cmd.args) == 1:
+        a = cmd.args[0]
+        if isinstance(a, PipeNode):
+            return _last_node(a)
+        return a
+    return cmd
+
+
+def _loop_values(st: State, w: Any, vs: list[Any], body: Stmt, items: Any, elem_slot: int) -> None:
+    i = 0
+    for e in items:
+        if elem_slot >= 0:
+            vs[elem_slot] = e
+        i += 1
+        if not i & 63:
+            st.check()
+        try:
+            body(st, w, e, vs)
+        except _Continue:
+            pass
+        except _Break:
+            break
+
+
+def _field(st: State, where: Where, node: Node, recv: Any, name: str, has_args: bool, first: bool) -> Any:
+    """One step of a field chain on a value that is not a plain dict (or has arguments)."""
+    if recv is MISSING:
+        if st.missing_error:
+            raise ExecFail(where, node, f"nil data; no entry for key {go_quote(name)}")
+        return MISSING
+    if recv is None:
+        raise ExecFail(where, node, f"nil pointer evaluating interface {{}}.{name}")
+    if isinstance(recv, Mapping):
+        if has_args:
+            raise ExecFail(where, node, f"{name} is not a method but has arguments")
+        v = recv.get(name, MISSING)
+        if v is MISSING and st.missing_error:
+            raise ExecFail(where, node, f"map has no entry for key {go_quote(name)}")
+        return v
+    typ = go_type(recv) if first else "interface {}"
+    raise ExecFail(where, node, f"can't evaluate field {name} in type {typ}")
+
+
+def _validate(where: Where, node: Node, v: Any, kind: int) -> Any:
+    if kind == ANY:
+        return None if v is MISSING else v
+    if kind == VALUE:
+        return v
+    if kind == STRING:
+        if type(v) is str or isinstance(v, str):
+            return v
+        want = "string"
+    else:
+        if type(v) is int or (isinstance(v, int) and not isinstance(v, (bool, U8))):
+            return v
+        want = "int"
+    if v is MISSING:
+        raise ExecFail(where, node, f"invalid value; expected {want}")
+    got = "interface {}" if v is None else go_type(v)
+    raise ExecFail(where, node, f"wrong type for value; expected {want}; got {got}")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Functions that need the render state
+
+
+def _embed_impl(where: Where, node: Node) -> Callable[..., Any]:
+    def embed(st: State, ref: str) -> str:
+        if st.embed is None:
+            raise ExecFail(where, node, f"embed {go_quote(ref)}: no embed source is configured", kind="embed")
+        return st.embed(st, where, node, ref)  # type: ignore[no-any-return]
+
+    return embed
+
+
+def _now_impl(st: State) -> Any:
+    if st.now is None:
+        raise CallError("no time provider was given to the render")
+    return st.now()
+
+
+def _date_impl(st: State, layout: str, t: Any) -> str:
+    from onellm.templating._time import format_date
+
+    return format_date(layout, t)
+
