@@ -441,3 +441,21 @@ def test_equality_ignores_key_order_read() -> None:
 def test_usage_on_message_round_trips() -> None:
     msg = Message(id="m", assistant=[TextPart("x")], usage=Usage(model="m", input_tokens=3, cost=Decimal("0.5")))
     assert Message.from_data(msg.to_data()) == msg
+
+
+def test_copies_and_pickles_keep_the_layout_read() -> None:
+    import pickle
+
+    data = {
+        "x-first": 1,
+        "id": "m",
+        "assistant": [{"refusal": "kept in assistant"}],
+        "toolCalls": [{"tool": "t", "result": "plain string"}],
+    }
+    msg = Message.from_data(data)
+    for clone in (copy.copy(msg), copy.deepcopy(msg), pickle.loads(pickle.dumps(msg))):
+        assert clone == msg
+        assert clone.to_data() == data
+        assert list(clone.to_data()) == list(data)
+    deep = copy.deepcopy(msg)
+    assert deep.tool_calls[0] is not msg.tool_calls[0]

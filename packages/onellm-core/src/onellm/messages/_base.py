@@ -12,9 +12,10 @@ last. The layout is not part of equality: two objects with the same values are e
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from decimal import Decimal, InvalidOperation
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Self, TypeVar
 
 import msgspec
 
@@ -29,6 +30,29 @@ class Model(msgspec.Struct, kw_only=True, dict=True, repr_omit_defaults=True):
     """Base of the message model objects: keyword-only fields, equality by value, a key layout outside equality."""
 
     _keys: ClassVar[tuple[str, ...] | None] = None
+
+    # The layout lives in the instance dict, which msgspec's copy and pickle support leave behind; carry it along.
+
+    def __copy__(self) -> Self:
+        new = msgspec.structs.replace(self)
+        new.__dict__.update(self.__dict__)
+        return new
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Self:
+        values = {name: copy.deepcopy(getattr(self, name), memo) for name in self.__struct_fields__}
+        new = type(self)(**values)
+        new.__dict__.update(self.__dict__)  # only immutable layout values live here
+        return new
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        values = {name: getattr(self, name) for name in self.__struct_fields__}
+        return (_rebuild, (type(self), values, dict(self.__dict__)))
+
+
+def _rebuild(cls: type[Model], values: dict[str, Any], layout: dict[str, Any]) -> Model:
+    obj = cls(**values)
+    obj.__dict__.update(layout)
+    return obj
 
 
 def set_layout(obj: Model, keys: tuple[str, ...]) -> None:
