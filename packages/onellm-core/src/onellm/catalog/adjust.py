@@ -75,9 +75,19 @@ class RequestAdjuster:
         name = self.model.qualified_name
         return UnsupportedParameterError(f"{name}: {message}", parameter=parameter, model=name)
 
+    def supports(self, feature: str) -> bool | None:
+        """The model's `supports<Feature>` flag, else the same key in the merged properties (where presets record
+        their servers' quirks), else None: not known."""
+        flag = self.model.entry.supports(feature)
+        if flag is not None:
+            return flag
+        value = self.model.properties.get("supports" + feature[:1].upper() + feature[1:])
+        return value if isinstance(value, bool) else None
+
     def adjust(self, settings: RequestSettings) -> Adjustment:
         """Return the settings to send and the warnings; raise `UnsupportedParameterError` for what cannot be sent."""
         entry = self.model.entry
+        supports = self.supports
         name = self.model.qualified_name
         warnings: list[CallWarning] = []
         changes: dict[str, Any] = {}
@@ -86,9 +96,9 @@ class RequestAdjuster:
         capabilities = self.model.capabilities
         if capabilities is not None and "chat" not in capabilities and "decisions" in capabilities:
             raise self._refuse("chat", "the provider answers decisions only, not chat")
-        if (settings.tools or settings.tool_choice_forced) and entry.supports("tools") is False:
+        if (settings.tools or settings.tool_choice_forced) and supports("tools") is False:
             raise self._refuse("tools", "the model does not take tools")
-        if settings.json_schema and entry.supports("structuredOutput") is False:
+        if settings.json_schema and supports("structuredOutput") is False:
             raise self._refuse("json_schema", "the model has no structured output")
         for count, flag, what in (
             (settings.images, "images", "an image"),
@@ -96,9 +106,11 @@ class RequestAdjuster:
             (settings.audio, "audio", "audio"),
             (settings.video, "video", "video"),
         ):
-            if count and entry.supports(flag) is False:
+            if count and supports(flag) is False:
                 raise self._refuse(flag, f"the model cannot read {what}")
         thinking = entry.thinking
+        if settings.reasoning_effort is not None and supports("reasoningEffort") is False:
+            raise self._refuse("reasoning_effort", "the model takes no reasoning effort")
         if (
             settings.reasoning_effort is not None
             and isinstance(thinking, ThinkingSettings)
@@ -128,7 +140,7 @@ class RequestAdjuster:
                 )
             )
 
-        if entry.supports("temperature") is False:
+        if supports("temperature") is False:
             if settings.temperature is not None:
                 strip("temperature", settings.temperature, "the model takes no temperature")
             if settings.top_p is not None:
@@ -162,7 +174,7 @@ class RequestAdjuster:
                             clampedTo=clamped,
                         )
                     )
-        if settings.cache and entry.supports("caching") is False:
+        if settings.cache and supports("caching") is False:
             changes["cache"] = False
             warnings.append(
                 _warning(

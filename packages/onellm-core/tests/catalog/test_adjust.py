@@ -1,0 +1,183 @@
+"""RequestAdjuster: strip with `parameter_stripped`, clamp with `parameter_clamped`, refuse with
+`UnsupportedParameterError`; a field the catalog leaves out never strips or refuses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from onellm.catalog import Catalog, RequestAdjuster, RequestSettings
+from onellm.errors import UnsupportedParameterError
+
+CATALOG = Catalog.from_layers(
+    [
+        {
+            "name": "p",
+            "capabilities": ["chat", "tools"],
+            "models": [
+                {
+                    "name": "strict",
+                    "maxOutputTokens": 4000,
+                    "supportsTemperature": False,
+                    "supportsTools": False,
+                    "supportsStructuredOutput": False,
+                    "supportsImages": False,
+                    "supportsPdf": False,
+                    "supportsAudio": False,
+                    "supportsVideo": False,
+                    "supportsCaching": False,
+                    "thinking": False,
+                    "serviceTiers": {"flex": {"pricingMultiplier": 0.5}},
+                },
+                {
+                    "name": "thinker",
+                    "maxOutputTokens": 64000,
+                    "supportsTemperature": True,
+                    "thinking": {"budget": True, "minBudget": 1024, "maxBudget": 32000, "efforts": ["low", "high"]},
+                },
+                {"name": "effort-only", "thinking": {"budget": False, "efforts": ["low", "medium", "high"]}},
+                {"name": "unknown"},
+            ],
+        },
+        {"name": "decider", "capabilities": ["decisions"], "models": [{"name": "judge"}]},
+        {
+            "name": "compat",
+            "presets": {
+                "quirky": {"properties": {"supportsStructuredOutput": False, "supportsReasoningEffort": False}}
+            },
+        },
+    ]
+)
+
+
+def adjust(model: str, **settings: Any) -> Any:
+    return RequestAdjuster(CATALOG.resolve(model)).adjust(RequestSettings(**settings))
+
+
+def kinds(result: Any) -> list[tuple[str, str]]:
+    return [(w.kind, w.detail["parameter"]) for w in result.warnings]
+
+
+def test_temperature_and_top_p_stripped() -> None:
+    result = adjust("strict", temperature=0.2, top_p=0.9)
+    assert result.settings.temperature is None
+    assert result.settings.top_p is None
+    assert kinds(result) == [("parameter_stripped", "temperature"), ("parameter_stripped", "top_p")]
+
+
+def test_reasoning_settings_stripped_for_a_model_that_does_not_think() -> None:
+    result = adjust("strict", reasoning_effort="high", thinking_budget=2000, reasoning_summary="auto")
+    assert (result.settings.reasoning_effort, result.settings.thinking_budget, result.settings.reasoning_summary) == (
+        None,
+        None,
+        None,
+    )
+    assert [p for _, p in kinds(result)] == ["reasoning_effort", "thinking_budget", "reasoning_summary"]
+
+
+def test_budget_stripped_when_the_model_takes_none() -> None:
+    result = adjust("effort-only", thinking_budget=5000, reasoning_effort="medium")
+    assert result.settings.thinking_budget is None
+    assert result.settings.reasoning_effort == "medium"
+    assert kinds(result) == [("parameter_stripped", "thinking_budget")]
+
+
+def test_caching_stripped() -> None:
+    result = adjust("strict", cache=True)
+    assert result.settings.cache is False
+    assert kinds(result) == [("parameter_stripped", "cache")]
+
+
+@pytest.mark.parametrize(("budget", "want"), [(100, 1024), (1024, 1024), (5000, 5000), (32000, 32000), (50000, 32000)])
+def test_thinking_budget_clamped(budget: int, want: int) -> None:
+    result = adjust("thinker", thinking_budget=budget)
+    assert result.settings.thinking_budget == want
+    assert kinds(result) == ([] if budget == want else [("parameter_clamped", "thinking_budget")])
+
+
+def test_max_output_tokens_clamped() -> None:
+    result = adjust("strict", max_output_tokens=10000)
+    assert result.settings.max_output_tokens == 4000
+    assert kinds(result) == [("parameter_clamped", "max_output_tokens")]
+    assert result.warnings[0].detail == {"parameter": "max_output_tokens", "value": 10000, "clampedTo": 4000}
+    assert adjust("strict", max_output_tokens=4000).warnings == ()
+
+
+@pytest.mark.parametrize(
+    ("settings", "parameter"),
+    [
+        ({"tools": 1}, "tools"),
+        ({"tool_choice_forced": True}, "tools"),
+        ({"json_schema": True}, "json_schema"),
+        ({"images": 1}, "images"),
+        ({"pdfs": 2}, "pdf"),
+        ({"audio": 1}, "audio"),
+        ({"video": 1}, "video"),
+        ({"service_tier": "priority"}, "service_tier"),
+    ],
+)
+def test_refusals(settings: dict[str, Any], parameter: str) -> None:
+    with pytest.raises(UnsupportedParameterError) as info:
+        adjust("strict", **settings)
+    assert info.value.parameter == parameter
+    assert info.value.model == "p:strict"
+
+
+def test_known_and_neutral_service_tiers_pass() -> None:
+    assert adjust("strict", service_tier="flex").warnings == ()
+    assert adjust("strict", service_tier="auto").warnings == ()
+
+
+def test_effort_the_model_does_not_list_is_refused() -> None:
+    with pytest.raises(UnsupportedParameterError, match="'max'"):
+        adjust("thinker", reasoning_effort="max")
+    assert adjust("thinker", reasoning_effort="HIGH").warnings == ()
+
+
+def test_chat_on_a_decisions_only_provider_is_refused() -> None:
+    with pytest.raises(UnsupportedParameterError, match="decisions only"):
+        adjust("judge")
+
+
+def test_unknown_fields_never_strip_or_refuse() -> None:
+    settings = RequestSettings(
+        temperature=0.5,
+        top_p=0.5,
+        reasoning_effort="extreme",
+        thinking_budget=99,
+        max_output_tokens=10**9,
+        cache=True,
+        tools=3,
+        tool_choice_forced=True,
+        json_schema=True,
+        images=1,
+        pdfs=1,
+        audio=1,
+        video=1,
+        service_tier="anything",
+    )
+    result = RequestAdjuster(CATALOG.resolve("unknown")).adjust(settings)
+    assert result.settings == settings
+    assert result.warnings == ()
+    assert not result.changed
+
+
+def test_preset_quirks_come_from_properties() -> None:
+    with pytest.raises(UnsupportedParameterError, match="structured output"):
+        adjust("quirky:any-model", json_schema=True)
+    with pytest.raises(UnsupportedParameterError, match="reasoning effort"):
+        adjust("quirky:any-model", reasoning_effort="low")
+
+
+def test_shipped_deepseek_refuses_a_json_schema() -> None:
+    model = Catalog.shipped().resolve("deepseek:deepseek-chat")
+    with pytest.raises(UnsupportedParameterError):
+        RequestAdjuster(model).adjust(RequestSettings(json_schema=True))
+
+
+def test_shipped_sonnet_strips_temperature_and_clamps_output() -> None:
+    model = Catalog.shipped().resolve("claude-sonnet")
+    result = RequestAdjuster(model).adjust(RequestSettings(temperature=0.7, max_output_tokens=500_000))
+    assert result.settings.temperature is None
+    assert result.settings.max_output_tokens == 128_000
