@@ -336,3 +336,48 @@ def test_a_type_used_twice_without_recursion_is_fine() -> None:
 
     schema = json_schema_for(Pair)
     assert schema["properties"]["left"] == schema["properties"]["right"]
+
+
+class Invoice(msgspec.Struct):
+    """An invoice.
+
+    Attributes:
+        number: From the class docstring.
+        total: Overridden by the attribute docstring.
+    """
+
+    number: str
+    total: Decimal
+    """Amount due, exact."""
+    currency: Annotated[str, msgspec.Meta(description="From the annotation")] = "USD"
+    """Loses to the annotation."""
+
+
+@dataclasses.dataclass
+class BaseRow:
+    id: int
+    """Row id."""
+
+
+@dataclasses.dataclass
+class ChildRow(BaseRow):
+    name: str = ""
+    """Display name."""
+
+
+def test_field_descriptions_from_attribute_docstrings() -> None:
+    same(
+        json_schema_for(Invoice)["properties"],
+        {
+            "number": {"type": "string", "description": "From the class docstring."},
+            "total": {"type": "number", "description": "Amount due, exact."},
+            "currency": {"type": "string", "description": "From the annotation", "default": "USD"},
+        },
+    )
+    same(
+        json_schema_for(ChildRow)["properties"],
+        {
+            "id": {"type": "integer", "description": "Row id."},
+            "name": {"type": "string", "description": "Display name.", "default": ""},
+        },
+    )

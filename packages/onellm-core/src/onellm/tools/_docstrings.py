@@ -6,7 +6,9 @@ Whitespace inside a description is collapsed, so a description wrapped over seve
 
 from __future__ import annotations
 
+import functools
 import inspect
+import itertools
 import re
 
 __all__ = ["Docstring", "parse_docstring"]
@@ -83,3 +85,37 @@ def parse_docstring(doc: str | None) -> Docstring:
         if name is not None:
             params[name] = _collapse(" ".join(parts))
     return Docstring(_collapse(" ".join(summary_lines)), params)
+
+
+@functools.lru_cache(maxsize=512)
+def attribute_docs(cls: type) -> dict[str, str]:
+    """Docstrings written under annotated class attributes (`qty: int` then `\"\"\"How many.\"\"\"`), base classes first.
+
+    Read from the source when it is available; a class without source (built at run time) has none.
+    """
+    import ast
+    import textwrap
+
+    out: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if klass is object or klass.__module__ == "builtins":
+            continue
+        try:
+            source = textwrap.dedent(inspect.getsource(klass))
+            tree = ast.parse(source)
+        except (OSError, TypeError, SyntaxError, IndentationError):
+            continue
+        node = tree.body[0] if tree.body else None
+        if not isinstance(node, ast.ClassDef):
+            continue
+        body = node.body
+        for current, following in itertools.pairwise(body):
+            if (
+                isinstance(current, ast.AnnAssign)
+                and isinstance(current.target, ast.Name)
+                and isinstance(following, ast.Expr)
+                and isinstance(following.value, ast.Constant)
+                and isinstance(following.value.value, str)
+            ):
+                out[current.target.id] = _collapse(inspect.cleandoc(following.value.value))
+    return out

@@ -31,7 +31,7 @@ from uuid import UUID
 
 import msgspec
 
-from onellm.tools._docstrings import parse_docstring
+from onellm.tools._docstrings import attribute_docs, parse_docstring
 
 __all__ = [
     "KEYWORD_ORDER",
@@ -814,7 +814,7 @@ class _Compiler:
         return object_type(props, _builder(tp, props))
 
     def _record_properties(self, tp: type, where: str) -> list[Property]:
-        docs = parse_docstring(tp.__doc__).params
+        docs = {**parse_docstring(tp.__doc__).params, **attribute_docs(tp)}
         rows: list[tuple[str, str, Any, bool, Any, str | None]] = []  # json name, attr, type, required, default, doc
         if issubclass(tp, msgspec.Struct):
             config = tp.__struct_config__
