@@ -39,6 +39,16 @@ if TYPE_CHECKING:
     # One line per lazily exported name, in the same order as _LAZY below.
     from onellm.capabilities import Capabilities as Capabilities
     from onellm.capabilities import EgressClient as EgressClient
+    from onellm.catalog import Catalog as Catalog
+    from onellm.catalog import CatalogLayer as CatalogLayer
+    from onellm.catalog import CostEstimator as CostEstimator
+    from onellm.catalog import LocalTokenizer as LocalTokenizer
+    from onellm.catalog import RequestAdjuster as RequestAdjuster
+    from onellm.catalog import RequestSettings as RequestSettings
+    from onellm.catalog import ResolvedModel as ResolvedModel
+    from onellm.catalog import SpendCap as SpendCap
+    from onellm.catalog import SpendGuard as SpendGuard
+    from onellm.catalog import TokenCount as TokenCount
     from onellm.clock import Clock as Clock
     from onellm.clock import FakeClock as FakeClock
     from onellm.clock import SystemClock as SystemClock
@@ -77,6 +87,16 @@ if TYPE_CHECKING:
 _LAZY: dict[str, str] = {
     "Capabilities": "onellm.capabilities",
     "EgressClient": "onellm.capabilities",
+    "Catalog": "onellm.catalog",
+    "CatalogLayer": "onellm.catalog",
+    "CostEstimator": "onellm.catalog",
+    "LocalTokenizer": "onellm.catalog",
+    "RequestAdjuster": "onellm.catalog",
+    "RequestSettings": "onellm.catalog",
+    "ResolvedModel": "onellm.catalog",
+    "SpendCap": "onellm.catalog",
+    "SpendGuard": "onellm.catalog",
+    "TokenCount": "onellm.catalog",
     "Clock": "onellm.clock",
     "FakeClock": "onellm.clock",
     "SystemClock": "onellm.clock",
