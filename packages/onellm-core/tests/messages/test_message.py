@@ -459,3 +459,34 @@ def test_copies_and_pickles_keep_the_layout_read() -> None:
         assert list(clone.to_data()) == list(data)
     deep = copy.deepcopy(msg)
     assert deep.tool_calls[0] is not msg.tool_calls[0]
+
+
+def test_reads_round_trip_yaml_values() -> None:
+    """Definitions hand over ruamel's round-trip values (str and int subclasses); they read like plain ones."""
+    from onellm.yamlio import load_document
+
+    text = (
+        "id: m\n"
+        "user:\n"
+        "  - text: |\n"
+        "      block scalar\n"
+        "  - text: 'quoted'\n"
+        "toolCalls:\n"
+        "  - tool: t\n"
+        "    inputs: {n: 0x10}\n"
+        "    cost: 1.25\n"
+        "usage: {inputTokens: 1_000, outputTokens: 0o17}\n"
+        'dateTime: "2026-01-01T00:00:00Z"\n'
+    )
+    msg = Message.from_data(load_document(text, file="m.yaml").data)
+    assert msg.user == [TextPart("block scalar\n"), TextPart("quoted")]
+    assert msg.tool_calls[0].cost == Decimal("1.25")
+    assert msg.usage == Usage(input_tokens=1000, output_tokens=15)
+    assert msg.date_time == Timestamp("2026-01-01T00:00:00Z")
+
+
+def test_bad_item_error_has_no_chained_noise() -> None:
+    with pytest.raises(BadDefinitionError) as info:
+        Message.from_data({"user": [{"text": "a"}, {"text": 1}]})
+    assert info.value.path == "message.user[1].text"
+    assert info.value.__context__ is None

@@ -24,6 +24,7 @@ from onellm.errors import BadDefinitionError
 __all__ = ["Model"]
 
 T = TypeVar("T")
+_INF = float("inf")
 
 
 class Model(msgspec.Struct, kw_only=True, dict=True, repr_omit_defaults=True):
@@ -109,10 +110,11 @@ def read_list(reader: Callable[[Any, str], T], value: Any, path: str) -> list[T]
     items = need_list(value, path)
     try:
         return [reader(item, path) for item in items]
-    except BadDefinitionError:
-        for i, item in enumerate(items):
-            reader(item, f"{path}[{i}]")
-        raise
+    except BadDefinitionError as exc:
+        error = exc
+    for i, item in enumerate(items):
+        reader(item, f"{path}[{i}]")
+    raise error
 
 
 def bad(path: str, message: str) -> BadDefinitionError:
@@ -151,13 +153,13 @@ def need_list(value: Any, path: str, key: str = "") -> list[Any]:
 
 
 def opt_str(value: Any, path: str, key: str = "") -> str | None:
-    if value is None or type(value) is str:
+    if value is None or type(value) is str or isinstance(value, str):
         return value
     raise bad(path + key, f"expected a string, found {type_name(value)}")
 
 
 def need_str(value: Any, path: str, key: str = "") -> str:
-    if type(value) is str:
+    if type(value) is str or isinstance(value, str):
         return value
     raise bad(path + key, f"expected a string, found {type_name(value)}")
 
@@ -175,7 +177,9 @@ def need_int(value: Any, path: str, key: str = "") -> int:
         return 0
     if type(value) is int:
         return value
-    if isinstance(value, Decimal | float) and not isinstance(value, bool) and value == int(value):
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int(value)  # an int subclass, such as a round-trip YAML loader's
+    if isinstance(value, Decimal | float) and value == value and value not in (_INF, -_INF) and value == int(value):
         return int(value)
     raise bad(path + key, f"expected a whole number, found {type_name(value)}")
 
@@ -192,7 +196,13 @@ def to_decimal(value: Any, path: str, key: str = "") -> Decimal:
         if value != value or value in (float("inf"), float("-inf")):
             raise bad(path + key, "expected a finite number")
         return Decimal(repr(value))
-    if type(value) is str:
+    if isinstance(value, bool):
+        raise bad(path + key, "expected a number, found a boolean")
+    if isinstance(value, int):
+        return Decimal(int(value))
+    if isinstance(value, float):
+        return to_decimal(float(value), path, key)
+    if isinstance(value, str):
         try:
             parsed = Decimal(value.strip())
         except InvalidOperation:
@@ -211,4 +221,6 @@ def quantity(value: Any, path: str, key: str = "") -> int | Decimal:
     """A counter value: an integer stays an integer, anything else becomes an exact decimal."""
     if type(value) is int:
         return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int(value)
     return to_decimal(value, path, key)

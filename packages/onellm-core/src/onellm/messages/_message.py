@@ -86,7 +86,7 @@ class ToolCall(Model, kw_only=True):
         """Read a tool call from plain data. `after` is not on disk; the message's order index sets it."""
         d = need_mapping(data, path)
         tool = d.get("tool")
-        if type(tool) is not str:
+        if not isinstance(tool, str):
             raise bad(f"{path}.tool", "a tool call needs a tool name" if tool is None else "expected a string")
         call = cls(tool=tool)
         extra: dict[str, Any] = {}
@@ -178,7 +178,7 @@ def _read_result(call: ToolCall, value: Any, path: str) -> list[Part] | None:
     # remembered so that such a file is written back as it was.
     if value is None:
         return None
-    if type(value) is str:
+    if isinstance(value, str):
         call.__dict__["_result_shape"] = "text"
         return [TextPart(value)]
     if isinstance(value, Mapping):
@@ -444,7 +444,7 @@ _MESSAGE_DEFAULTS: dict[str, Any] = {
 def _read_timestamp(value: Any, path: str, key: str = "") -> Timestamp | None:
     if value is None:
         return None
-    if type(value) is str:
+    if isinstance(value, str):
         try:
             return Timestamp(value)
         except ValueError as exc:
@@ -498,7 +498,7 @@ def _follow_index(
     order: Any, a_list: list[Part], r_list: list[Part], x_list: list[Part], calls: list[ToolCall]
 ) -> tuple[list[Part], tuple[str, ...] | None] | None:
     """The sequence named by `order` and, when not natural, each entry's slot; None when the index is stale."""
-    if type(order) is not list:
+    if not isinstance(order, list):
         return None
     if len(order) != len(a_list) + len(r_list) + len(x_list) + len(calls):
         return None
@@ -510,7 +510,7 @@ def _follow_index(
     afters: list[int] = [0] * len(calls)
     natural = True
     for token in order:
-        if type(token) is not str or len(token) < 2 or token in seen:
+        if not isinstance(token, str) or len(token) < 2 or token in seen:
             return None
         letter = token[0]
         digits = token[1:]

@@ -451,7 +451,7 @@ Part: TypeAlias = (
 
 def _read_text(d: Mapping[str, Any], path: str) -> TextPart:
     text = d["text"]
-    if type(text) is not str:
+    if not isinstance(text, str):
         raise bad(f"{path}.text", f"expected a string, found {type_name(text)}")
     if len(d) == 1:
         return TextPart(text)

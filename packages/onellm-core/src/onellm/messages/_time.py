@@ -44,7 +44,9 @@ class Timestamp:
             ValueError: `text` is not an RFC 3339 timestamp with an offset, or names a day or offset that does not exist.
         """
         if type(text) is not str:
-            raise TypeError(f"Timestamp takes a str, not {type(text).__name__}")
+            if not isinstance(text, str):
+                raise TypeError(f"Timestamp takes a str, not {type(text).__name__}")
+            text = str(text)
         if _SHAPE(text) is None:
             raise ValueError(f"not an RFC 3339 timestamp with an offset: {text!r}")
         self._text = text

@@ -214,7 +214,7 @@ def _read_date(value: Any, path: str, key: str = "") -> date | None:
         return None
     if type(value) is date:
         return value
-    if type(value) is str:
+    if isinstance(value, str):
         try:
             return date.fromisoformat(value)
         except ValueError:
@@ -353,7 +353,7 @@ _USAGE_DEFAULTS: dict[str, Any] = {
 
 
 def _counter_name(key: Any, path: str) -> str:
-    if type(key) is str:
+    if isinstance(key, str):
         return key
     raise bad(path, f"counter names are strings, found {type_name(key)}")
 
