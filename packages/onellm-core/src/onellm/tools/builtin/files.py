@@ -7,6 +7,7 @@ into error results (`Tool 'write_file' failed: CapabilityDeniedError: ...`).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -208,20 +209,19 @@ def file_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
         files_searched = files_matched = skipped_large = skipped_binary = 0
         budget = options.search_max_total_bytes
         stopped = ""
-        for rel, file_path in candidates:
-            ctx.check_cancelled()
+        for count, (rel, file_path) in enumerate(candidates):
+            if count % 64 == 0:
+                ctx.check_cancelled()
             try:
-                resolved = caps.resolve_read(str(file_path))
-                if not resolved.is_file():
-                    continue
-                size = resolved.stat().st_size
-                if size > options.search_max_file_bytes:
-                    skipped_large += 1
-                    continue
-                if size > budget:
-                    stopped = f"stopped after reading {options.search_max_total_bytes} bytes"
-                    break
+                # open_read makes the whole check (links included) and the double check; a directory raises OSError.
                 with caps.open_read(str(file_path)) as fh:
+                    size = os.fstat(fh.fileno()).st_size
+                    if size > options.search_max_file_bytes:
+                        skipped_large += 1
+                        continue
+                    if size > budget:
+                        stopped = f"stopped after reading {options.search_max_total_bytes} bytes"
+                        break
                     data: bytes = fh.read(options.search_max_file_bytes + 1)
             except (CapabilityDeniedError, OSError):
                 continue
