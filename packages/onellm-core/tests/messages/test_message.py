@@ -490,3 +490,31 @@ def test_bad_item_error_has_no_chained_noise() -> None:
         Message.from_data({"user": [{"text": "a"}, {"text": 1}]})
     assert info.value.path == "message.user[1].text"
     assert info.value.__context__ is None
+
+
+@pytest.mark.parametrize(
+    "value",
+    [Decimal("1E+999999999"), Decimal("NaN"), Decimal("sNaN"), float("inf"), float("nan"), Decimal("2.5"), True],
+)
+def test_hostile_numbers_are_typed_errors(value: Any) -> None:
+    with pytest.raises(BadDefinitionError) as info:
+        Message.from_data({"usage": {"inputTokens": value}})
+    assert info.value.path == "message.usage.inputTokens"
+
+
+@pytest.mark.parametrize("value", [Decimal("sNaN"), Decimal("Infinity"), float("nan"), "1e", True])
+def test_hostile_money_is_a_typed_error(value: Any) -> None:
+    with pytest.raises(BadDefinitionError):
+        Message.from_data({"usage": {"cost": value}})
+
+
+def test_index_token_with_thousands_of_digits_is_stale_not_a_crash() -> None:
+    msg = Message.from_data({"assistant": [{"text": "a"}], "partOrder": ["a" + "1" * 5000]})
+    assert msg.assistant == [TextPart("a")]
+
+
+def test_whole_decimal_token_count_reads_as_int() -> None:
+    usage = Message.from_data({"usage": {"inputTokens": Decimal("5.0")}}).usage
+    assert usage is not None
+    assert usage.input_tokens == 5
+    assert type(usage.input_tokens) is int

@@ -24,7 +24,7 @@ from onellm.errors import BadDefinitionError
 __all__ = ["Model"]
 
 T = TypeVar("T")
-_INF = float("inf")
+_LIMIT = 10**30  # a whole number given as a decimal is read up to this size; larger is surely wrong
 
 
 class Model(msgspec.Struct, kw_only=True, dict=True, repr_omit_defaults=True):
@@ -179,7 +179,10 @@ def need_int(value: Any, path: str, key: str = "") -> int:
         return value
     if isinstance(value, int) and not isinstance(value, bool):
         return int(value)  # an int subclass, such as a round-trip YAML loader's
-    if isinstance(value, Decimal | float) and value == value and value not in (_INF, -_INF) and value == int(value):
+    if isinstance(value, Decimal):
+        if value.is_finite() and -_LIMIT < value < _LIMIT and value == value.to_integral_value():
+            return int(value)
+    elif isinstance(value, float) and -_LIMIT < value < _LIMIT and value == int(value):
         return int(value)
     raise bad(path + key, f"expected a whole number, found {type_name(value)}")
 

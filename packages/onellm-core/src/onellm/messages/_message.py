@@ -514,7 +514,7 @@ def _follow_index(
             return None
         letter = token[0]
         digits = token[1:]
-        if not digits.isdigit() or not digits.isascii() or (len(digits) > 1 and digits[0] == "0"):
+        if len(digits) > 9 or not digits.isdigit() or not digits.isascii() or (len(digits) > 1 and digits[0] == "0"):
             return None
         index = int(digits)
         seen.add(token)
