@@ -174,7 +174,7 @@ def compile_program(trees: dict[str, ListNode], source: Any, funcs: Mapping[str,
     for name, root in trees.items():
         where = Where(source, name)
         c = _Compiler(prog, where, funcs)
-        run = c.list(root)
+        run = c.block(root)
         prog.trees[name] = Tree(run, c.nslots, where)
     return prog
 
@@ -241,7 +241,7 @@ class _Compiler:
 
     # -- statements
 
-    def list(self, lst: ListNode) -> Stmt:
+    def block(self, lst: ListNode) -> Stmt:
         parts: list[Stmt] = []
         texts: list[str] = []
 
@@ -285,7 +285,7 @@ class _Compiler:
         if isinstance(n, WithNode):
             return self.if_with(n, True)
         if isinstance(n, RangeNode):
-            return self.range(n)
+            return self.range_node(n)
         if isinstance(n, TemplateNode):
             return self.template(n)
         if isinstance(n, BreakNode):
@@ -364,10 +364,10 @@ class _Compiler:
             if is_with:
                 self.dot_iface = False
             try:
-                body = self.list(n.list)
+                body = self.block(n.list)
             finally:
                 self.dot_iface = saved_iface
-            other = self.list(n.else_list) if n.else_list is not None else None
+            other = self.block(n.else_list) if n.else_list is not None else None
         finally:
             self.scopes.pop()
         if is_with:
@@ -404,7 +404,7 @@ class _Compiler:
 
         return if_else
 
-    def range(self, n: BranchNode) -> Stmt:
+    def range_node(self, n: BranchNode) -> Stmt:
         where = self.where
         pipe = n.pipe
         self.scopes.append({})
@@ -422,18 +422,17 @@ class _Compiler:
                     else:
                         decl_slots.append(slot)
             else:
-                for v in pipe.decl:
-                    decl_slots.append(self.declare(v.ident[0]))
+                decl_slots = [self.declare(v.ident[0]) for v in pipe.decl]
             self.scopes.append({})
             saved_iface = self.dot_iface
             self.dot_iface = True
             self.iface_slots.update(decl_slots)
             try:
-                body = self.list(n.list)
+                body = self.block(n.list)
             finally:
                 self.dot_iface = saved_iface
             self.scopes.pop()
-            other = self.list(n.else_list) if n.else_list is not None else None
+            other = self.block(n.else_list) if n.else_list is not None else None
         finally:
             self.scopes.pop()
         ndecl = len(pipe.decl)
@@ -459,7 +458,7 @@ class _Compiler:
                 if not items:
                     if other is not None:
                         other(st, w, dot, vs)
-                    return
+                    return None
                 if idx_slot < 0:
                     return _loop_values(st, w, vs, body, items, elem_slot)
                 pairs: Any = enumerate(items)
@@ -467,27 +466,31 @@ class _Compiler:
                 if not val:
                     if other is not None:
                         other(st, w, dot, vs)
-                    return
+                    return None
                 keys = sorted(val)
                 pairs = [(k, val[k]) for k in keys]
             elif t is int or (isinstance(val, int) and not isinstance(val, bool)):
                 if ndecl > 1:
-                    raise ExecFail(where, _first_arg(pipe_node), f"can't use {value_text(val)} to iterate over more than one variable")
+                    raise ExecFail(
+                        where,
+                        _first_arg(pipe_node),
+                        f"can't use {value_text(val)} to iterate over more than one variable",
+                    )
                 if val <= 0:
                     if other is not None:
                         other(st, w, dot, vs)
-                    return
+                    return None
                 return _loop_values(st, w, vs, body, range(val), elem_slot)
             elif val is MISSING or val is None:
                 if other is not None:
                     other(st, w, dot, vs)
-                return
+                return None
             elif isinstance(val, (list, tuple)):
                 pairs = enumerate(val)
                 if not val:
                     if other is not None:
                         other(st, w, dot, vs)
-                    return
+                    return None
             else:
                 raise ExecFail(where, _first_arg(pipe_node), f"range can't iterate over {value_text(val)}")
             i = 0
@@ -496,7 +499,7 @@ class _Compiler:
                     vs[idx_slot] = k
                 if elem_slot >= 0:
                     vs[elem_slot] = e
-                i += 1
+                i += 1  # noqa: SIM113 (a counter in the hot loop is cheaper than enumerate)
                 if not i & 63:
                     st.check()
                 try:
@@ -809,7 +812,7 @@ class _Compiler:
                 return dot_
 
             def dot_typed(st: State, dot: Any, vs: list[Any]) -> Any:
-                return _validate(where, n, dot, kind)  # type: ignore[arg-type]
+                return _validate(where, n, dot, kind)
 
             return dot_typed
         if isinstance(n, NilNode):
@@ -858,7 +861,7 @@ class _Compiler:
                 return any_
 
             def typed(st: State, dot: Any, vs: list[Any]) -> Any:
-                return _validate(where, n, inner(st, dot, vs), kind)  # type: ignore[arg-type]
+                return _validate(where, n, inner(st, dot, vs), kind)
 
             return typed
         if kind == STRING:
@@ -926,7 +929,7 @@ def _loop_values(st: State, w: Any, vs: list[Any], body: Stmt, items: Any, elem_
     for e in items:
         if elem_slot >= 0:
             vs[elem_slot] = e
-        i += 1
+        i += 1  # noqa: SIM113 (a counter in the hot loop is cheaper than enumerate)
         if not i & 63:
             st.check()
         try:
@@ -998,4 +1001,3 @@ def _date_impl(st: State, layout: str, t: Any) -> str:
     from onellm.templating._time import format_date
 
     return format_date(layout, t)
-

@@ -82,7 +82,7 @@ def truth(v: Any) -> bool:
     if v is None or v is MISSING:
         return False
     if isinstance(v, (int, float, Decimal, complex)):
-        return v != 0  # type: ignore[no-any-return]
+        return v != 0
     if isinstance(v, (Mapping, Sequence)):
         return len(v) > 0
     return True
@@ -146,15 +146,14 @@ def go_eq(arg1: Any, *arg2: Any) -> bool:
         k2 = _basic_kind(arg)
         result = False
         if k1 != k2:
-            if k1 == _K_INT and k2 == _K_UINT or k1 == _K_UINT and k2 == _K_INT:
+            if (k1 == _K_INT and k2 == _K_UINT) or (k1 == _K_UINT and k2 == _K_INT):
                 result = int(arg1) == int(arg)
             elif arg1 is not MISSING and arg is not MISSING:
                 raise CallError(f"incompatible types for comparison: {go_type(arg1)} and {go_type(arg)}")
         elif k1 == _K_INVALID:
             if _reflect_kind(arg1) != _reflect_kind(arg) and arg1 is not MISSING and arg is not MISSING:
                 raise CallError(
-                    "non-comparable types "
-                    + sprintf("%s: %v, %s: %v", [arg1, go_type(arg1), go_type(arg), arg])
+                    "non-comparable types " + sprintf("%s: %v, %s: %v", [arg1, go_type(arg1), go_type(arg), arg])
                 )
             if arg1 is MISSING or arg is MISSING:
                 result = (arg1 is MISSING) == (arg is MISSING)
@@ -185,10 +184,10 @@ def go_lt(a: Any, b: Any) -> bool:
     if k2 == _K_INVALID:
         raise CallError("invalid type for comparison")
     if k1 != k2:
-        if k1 == _K_INT and k2 == _K_UINT or k1 == _K_UINT and k2 == _K_INT:
+        if (k1 == _K_INT and k2 == _K_UINT) or (k1 == _K_UINT and k2 == _K_INT):
             return int(a) < int(b)
         raise CallError(f"incompatible types for comparison: {go_type(a)} and {go_type(b)}")
-    if k1 == _K_BOOL or k1 == _K_COMPLEX:
+    if k1 in (_K_BOOL, _K_COMPLEX):
         raise CallError("invalid type for comparison")
     return _num(a) < _num(b)  # type: ignore[no-any-return]
 
@@ -395,9 +394,7 @@ def path_clean(p: str) -> str:
         r = 1
         dotdot = 1
     while r < n:
-        if p[r] == "/":
-            r += 1
-        elif p[r] == "." and (r + 1 == n or p[r + 1] == "/"):
+        if p[r] == "/" or (p[r] == "." and (r + 1 == n or p[r + 1] == "/")):
             r += 1
         elif p[r] == "." and p[r + 1] == "." and (r + 2 == n or p[r + 2] == "/"):
             r += 2
@@ -638,7 +635,34 @@ def to_pretty_json(v: Any) -> str:
 
 _YAML_PLAIN_BAD = frozenset("-?:,[]{}#&*!|>'\"%@`")
 _YAML_WORDS = frozenset(
-    "null Null NULL ~ true True TRUE false False FALSE yes Yes YES no No NO on On ON off Off OFF y Y n N".split()
+    [
+        "null",
+        "Null",
+        "NULL",
+        "~",
+        "true",
+        "True",
+        "TRUE",
+        "false",
+        "False",
+        "FALSE",
+        "yes",
+        "Yes",
+        "YES",
+        "no",
+        "No",
+        "NO",
+        "on",
+        "On",
+        "ON",
+        "off",
+        "Off",
+        "OFF",
+        "y",
+        "Y",
+        "n",
+        "N",
+    ]
 )
 
 

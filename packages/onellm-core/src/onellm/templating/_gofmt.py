@@ -331,7 +331,7 @@ def value_text(v: Any) -> str:
     """`fmt.Sprint(v)` for one value: what `print` and an action show (nil is `<nil>`)."""
     t = type(v)
     if t is str:
-        return v
+        return v  # type: ignore[no-any-return]
     if t is int:
         return str(v)
     if t is float:

@@ -144,7 +144,9 @@ def lex(text: str, code_regions: bool = False) -> list[Token]:
                 if j < 0:
                     raise _LexError("unclosed comment", x, line)
                 q = j + 2
-                if text.startswith(" -}}", q) or (text[q : q + 1] in ("\t", "\r", "\n") and text.startswith("-}}", q + 1)):
+                if text.startswith(" -}}", q) or (
+                    text[q : q + 1] in ("\t", "\r", "\n") and text.startswith("-}}", q + 1)
+                ):
                     q += 4
                     line += text.count("\n", x, q)
                     r = q

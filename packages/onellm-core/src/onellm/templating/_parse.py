@@ -464,9 +464,8 @@ def _parse_int(text: str, unsigned: bool) -> int | None:
         s = s[1:]
     if not s:
         return None
-    if "_" in s:
-        if not _underscore_ok(s):
-            return None
+    if "_" in s and not _underscore_ok(s):
+        return None
     base = 10
     body = s
     if s[0] == "0" and len(s) > 1:
@@ -596,7 +595,20 @@ def _simplify_complex(n: NumberNode) -> None:
 # Parser
 
 _OPERAND_START = frozenset(
-    (T_BOOL, T_CHARCONST, T_COMPLEX, T_DOT, T_FIELD, T_IDENT, T_NUMBER, T_NIL, T_RAWSTRING, T_STRING, T_VARIABLE, T_LPAREN)
+    (
+        T_BOOL,
+        T_CHARCONST,
+        T_COMPLEX,
+        T_DOT,
+        T_FIELD,
+        T_IDENT,
+        T_NUMBER,
+        T_NIL,
+        T_RAWSTRING,
+        T_STRING,
+        T_VARIABLE,
+        T_LPAREN,
+    )
 )
 
 
@@ -746,7 +758,7 @@ class _Parser:
         typ = tok[0]
         if typ == T_BLOCK:
             return self.block_control()
-        if typ == T_BREAK or typ == T_CONTINUE:
+        if typ in (T_BREAK, T_CONTINUE):
             word = "break" if typ == T_BREAK else "continue"
             nxt = self.next_non_space()
             if nxt[0] != T_RDELIM:
@@ -945,7 +957,7 @@ class _Parser:
             return FieldNode(pos, val)
         if typ == T_BOOL:
             return BoolNode(pos, val == "true")
-        if typ == T_CHARCONST or typ == T_COMPLEX or typ == T_NUMBER:
+        if typ in (T_CHARCONST, T_COMPLEX, T_NUMBER):
             try:
                 return new_number(pos, val, typ)
             except ValueError as e:
@@ -958,7 +970,7 @@ class _Parser:
                 return self.pipeline("parenthesized pipeline", T_RPAREN)
             finally:
                 self.paren_depth -= 1
-        if typ == T_STRING or typ == T_RAWSTRING:
+        if typ in (T_STRING, T_RAWSTRING):
             try:
                 s = unquote(val)
             except ValueError as e:
@@ -972,4 +984,3 @@ def parse(text: str, name: str, funcs: Container[str], code_regions: bool) -> di
     """Parse `text` as the template `name`; returns every tree it defines, by name. Raises ParseFail."""
     p = _Parser(text, name, funcs, code_regions)
     return p.parse()
-

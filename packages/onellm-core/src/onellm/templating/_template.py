@@ -18,8 +18,8 @@ from onellm.templating._parse import ParseFail, parse
 
 __all__ = [
     "DEFAULT_NAME",
-    "Embedded",
     "EmbedSource",
+    "Embedded",
     "FileEmbedSource",
     "MissingKey",
     "PromptEmbedSource",
@@ -291,9 +291,7 @@ class Template:
         except LimitFail as e:
             raise TemplateError(str(e), kind="limit", name=name) from None
         except RecursionError:
-            raise TemplateError(
-                "exceeded maximum template depth (100000)", kind="execute", name=name
-            ) from None
+            raise TemplateError("exceeded maximum template depth (100000)", kind="execute", name=name) from None
         result = "".join(out)
         if len(result) > limit:
             raise TemplateError(f"output exceeds the limit of {limit} characters", kind="limit", name=name)
@@ -389,7 +387,7 @@ def _parse_cached(text: str, name: str, code_regions: bool, funcs_key: Any) -> T
     try:
         trees = parse(text, name, funcs, code_regions)
     except ParseFail as e:
-        line, col, offset = _position(text, e.pos)
+        _line, col, offset = _position(text, e.pos)
         raise TemplateError(e.message, kind="parse", name=name, line=e.line, column=col, offset=offset) from None
     except RecursionError:
         raise TemplateError("template nested too deeply", kind="parse", name=name) from None

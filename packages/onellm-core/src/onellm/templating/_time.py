@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any
 
 from onellm.templating._funcs import CallError
@@ -27,7 +27,7 @@ def parse_rfc3339(s: str) -> datetime:
         raise CallError(f"date: cannot parse {s!r} as an RFC 3339 time")
     y, mo, d, h, mi, sec, frac, z, sign, oh, om = m.groups()
     if z:
-        tz = timezone.utc
+        tz = UTC
     else:
         off = timedelta(hours=int(oh), minutes=int(om))
         tz = timezone(-off if sign == "-" else off)
@@ -42,7 +42,7 @@ def _to_datetime(t: Any) -> datetime:
     if isinstance(t, datetime):
         return t
     if isinstance(t, date):
-        return datetime(t.year, t.month, t.day, tzinfo=timezone.utc)
+        return datetime(t.year, t.month, t.day, tzinfo=UTC)
     if isinstance(t, str):
         return parse_rfc3339(t)
     raise CallError(f"date: expected a time or an RFC 3339 string, got {type(t).__name__}")
