@@ -77,13 +77,13 @@ class Reader:
         shown = format_path(path) or None
         if self.doc is None:
             return BadDefinitionError(message, file=self.file, path=shown)
-        line, column = self.doc.position(tuple(path), key=key) if path else (1, 1)
+        line, column = self.doc.position(tuple(path), key=key)
         return BadDefinitionError(message, file=self.file, line=line, column=column, path=shown)
 
     def warn(self, message: str, path: Sequence[Step]) -> None:
         line = column = None
         if self.doc is not None:
-            line, column = self.doc.position(tuple(path)) if path else (1, 1)
+            line, column = self.doc.position(tuple(path))
         self.warnings.append(DefinitionWarning(message, self.file, line, column, format_path(path) or None))
 
     def refuse(self, message: str, path: Sequence[Step]) -> None:

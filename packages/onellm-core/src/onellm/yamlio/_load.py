@@ -8,7 +8,7 @@ from typing import Any
 from onellm.errors import BadDefinitionError
 from onellm.yamlio._guard import walk_events
 
-__all__ = ["convert_error", "decode_text", "position_of_offset", "python_events", "safe_load"]
+__all__ = ["c_events", "convert_error", "decode_text", "position_of_offset", "python_events", "safe_load"]
 
 
 def position_of_offset(text: str, offset: int) -> tuple[int, int]:
@@ -68,7 +68,7 @@ def convert_error(exc: BaseException, text: str, file: str | None) -> BadDefinit
     return BadDefinitionError(f"the YAML could not be read: {exc}", file=file, line=1, column=1)
 
 
-def _c_events(text: str) -> Iterator[Any] | None:
+def c_events(text: str) -> Iterator[Any] | None:
     try:
         from _ruamel_yaml import CParser  # type: ignore[import-not-found]
     except ImportError:  # pragma: no cover - the C extension is a dependency; the pure parser is the fallback
@@ -100,7 +100,7 @@ def safe_load(text: str | bytes, *, file: str | None = None) -> Any:
     every failure is a `BadDefinitionError` with the file and the 1-based line and column.
     """
     text = decode_text(text, file=file)
-    events = _c_events(text)
+    events = c_events(text)
     try:
         if events is not None:
             return walk_events(events, file=file, build=True)

@@ -1,0 +1,123 @@
+"""Malformed and hostile definition files fail with a typed error at the right line and column."""
+
+from __future__ import annotations
+
+import re
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from onellm.definitions import Decider, Definition, FlowMetadata
+from onellm.errors import BadDefinitionError
+
+FORMATS = Path(__file__).resolve().parents[4] / "testdata" / "formats"
+MALFORMED = sorted(p for p in (FORMATS / "malformed").rglob("*") if p.is_file())
+HOSTILE = sorted(p for p in (FORMATS / "hostile").rglob("*") if p.is_file())
+_EXPECT = re.compile(rb"# expect (\d+):(\d+) (.+)")
+
+
+def _expectation(path: Path) -> tuple[int, int, str]:
+    first = path.read_bytes().split(b"\n", 1)[0]
+    match = _EXPECT.fullmatch(first.rstrip(b"\r"))
+    assert match, f"{path.name} has no '# expect L:C text' first line"
+    return int(match[1]), int(match[2]), match[3].decode()
+
+
+def _load(path: Path) -> Any:
+    if path.name == "flow.yaml":
+        return FlowMetadata.load(path)
+    if path.name.endswith(".decider.yaml"):
+        return Decider.load(path)
+    return Definition.load(path)
+
+
+def _ids(paths: list[Path]) -> list[str]:
+    return [p.name if p.parent.name in ("malformed", "hostile") else f"{p.parent.name}/{p.name}" for p in paths]
+
+
+def test_enough_malformed_files() -> None:
+    assert len(MALFORMED) >= 30
+
+
+@pytest.mark.parametrize("path", MALFORMED + HOSTILE, ids=_ids(MALFORMED + HOSTILE))
+def test_fails_at_the_expected_position(path: Path) -> None:
+    line, column, words = _expectation(path)
+    with pytest.raises(BadDefinitionError) as info:
+        _load(path)
+    err = info.value
+    assert err.file == str(path)
+    assert (err.line, err.column) == (line, column), str(err)
+    assert words.lower() in err.detail.lower(), str(err)
+
+
+LENIENT_DROPS = ["hook-without-file.yaml", "missing-key-invalid.yaml", "hook-unknown-point.yaml"]
+
+
+@pytest.mark.parametrize("name", LENIENT_DROPS)
+def test_lenient_loading_warns_at_the_same_position(name: str) -> None:
+    path = FORMATS / "malformed" / name
+    line, column, words = _expectation(path)
+    definition = Definition.load(path, strict=False)
+    assert len(definition.warnings) == 1
+    warning = definition.warnings[0]
+    assert (warning.line, warning.column) == (line, column)
+    assert words.lower() in warning.message.lower()
+    # What a lenient load leaves out is still written back: saving never loses a key.
+    assert definition.dumps() == path.read_text()
+    definition.name = "renamed"
+    again = Definition.loads(definition.dumps(), strict=False)
+    assert again.to_data() == definition.to_data()
+
+
+def _deep_flow(depth: int) -> str:
+    return "model: m\ninputs: " + "[" * depth + "]" * depth + "\n"
+
+
+def _deep_block(depth: int) -> str:
+    return "model: m\ninputs:\n" + "".join(" " * (i + 1) + f"k{i}:\n" for i in range(depth)) + " " * (depth + 1) + "v\n"
+
+
+GENERATED: list[tuple[str, str | bytes, tuple[int, int], str]] = [
+    ("100,000-digit integer", "model: m\nmaxTokens: " + "9" * 100_000 + "\n", (2, 12), "number"),
+    ("100,000-digit float", "model: m\ntemperature: 0." + "1" * 100_000 + "\n", (2, 14), "number"),
+    ("flow nesting 100,000 deep", _deep_flow(100_000), (2, 108), "nested"),
+    ("block nesting 5,000 deep", _deep_block(5_000), (102, 101), "nested"),
+    (
+        "one long string, many aliases",
+        "model: m\nbig: &big '" + "x" * 1_000_000 + "'\ninputs: [" + ", ".join(["*big"] * 1000) + "]\n",
+        (3, 46),
+        "alias",
+    ),
+    ("invalid UTF-8 at the start", b"\xfe\xffmodel: m\n", (1, 1), "UTF-8"),
+]
+
+
+@pytest.mark.parametrize(("label", "text", "where", "word"), GENERATED, ids=[g[0] for g in GENERATED])
+@pytest.mark.parametrize("kind", [Definition, Decider])
+def test_generated_hostile_input_fails_fast_and_positioned(
+    label: str, text: str | bytes, where: tuple[int, int], word: str, kind: Any
+) -> None:
+    started = time.perf_counter()
+    with pytest.raises(BadDefinitionError) as info:
+        kind.loads(text, file="hostile.yaml")
+    assert time.perf_counter() - started < 5
+    err = info.value
+    assert (err.file, err.line, err.column) == ("hostile.yaml", *where), str(err)
+    assert word.lower() in err.detail.lower()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("label", "text", "where", "word"), GENERATED, ids=[g[0] for g in GENERATED])
+def test_generated_hostile_input_stays_small_in_memory(label: str, text: str | bytes, where: Any, word: str) -> None:
+    tracemalloc.start()
+    try:
+        with pytest.raises(BadDefinitionError):
+            Definition.loads(text, file="hostile.yaml")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # A few times the text, never the expansion the aliases or the nesting would make.
+    assert peak < 16 * 1024 * 1024 + 12 * len(text)
