@@ -85,3 +85,39 @@ def test_memory_store_keys(tmp_path: Path) -> None:
     assert store.keys() == ["a"]
     with pytest.raises(StateError, match="memory key"):
         store.read("../a")
+
+
+def test_every_builtin_tool_has_a_full_description_and_grants() -> None:
+    from onellm.tools.builtin import BUILTIN_TOOL_NAMES, builtin_tools
+
+    tools = builtin_tools()
+    assert [t.name for t in tools] == list(BUILTIN_TOOL_NAMES)
+    grants = {t.name: t.required_grants for t in tools}
+    assert grants == {
+        "read_file": ("files_read",),
+        "list_files": ("files_read",),
+        "search_files_regex": ("files_read",),
+        "write_file": ("files_read", "files_write"),
+        "replace_string": ("files_read", "files_write"),
+        "apply_patch": ("files_read", "files_write"),
+        "execute_terminal_command": ("shell",),
+        "http_request": ("network",),
+        "search_web": ("network",),
+        "todo": ("files_write",),
+        "memory": ("files_write",),
+        "ask_user": (),
+    }
+    for t in tools:
+        assert t.description
+        assert "Args:" not in t.description
+        assert t.input_schema["additionalProperties"] is False
+    apply_patch = next(t for t in tools if t.name == "apply_patch")
+    assert "nothing is written" in apply_patch.description
+    assert list(apply_patch.input_schema["properties"]) == ["patch", "dry_run"]
+    listing = next(t for t in tools if t.name == "list_files")
+    assert list(listing.input_schema["properties"]) == [
+        "path",
+        "recursive",
+        "inclusionPatterns",
+        "exclusionPatterns",
+    ]

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
     "BinaryFileError",
     "DecodedText",
     "ReplaceError",
     "decode_text",
+    "describe",
     "encode_text",
     "line_range",
     "replace_in_text",
@@ -34,6 +38,14 @@ class DecodedText:
 
     text: str
     bom: bool
+
+
+def describe(fn: Callable[..., Any]) -> str:
+    """A tool's description for the model: its whole docstring before `Args:`, paragraphs kept apart."""
+    doc = inspect.getdoc(fn) or ""
+    body = doc.split("\nArgs:", 1)[0].strip()
+    paragraphs = [" ".join(p.split()) for p in body.split("\n\n") if p.strip()]
+    return "\n\n".join(paragraphs)
 
 
 def decode_text(data: bytes, name: str) -> DecodedText:

@@ -18,6 +18,7 @@ from onellm.errors import CapabilityDeniedError
 from onellm.tools import Tool, ToolContext
 from onellm.tools.builtin._options import BuiltinOptions
 from onellm.tools.builtin._state import MemoryStore, StateError, TodoItem, TodoStore, render_todos
+from onellm.tools.builtin._text import describe
 
 __all__ = ["AskUserRequest", "agent_tools", "ask_user_request"]
 
@@ -133,7 +134,7 @@ def agent_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
         return {"type": "ask_user", "question": question, "choices": picks}
 
     return [
-        Tool.create(todo, required_grants=("files_write",), parallel_safe=False),
-        Tool.create(memory, required_grants=("files_write",), parallel_safe=False),
-        Tool.create(ask_user, in_thread=False),
+        Tool.create(todo, description=describe(todo), required_grants=("files_write",), parallel_safe=False),
+        Tool.create(memory, description=describe(memory), required_grants=("files_write",), parallel_safe=False),
+        Tool.create(ask_user, description=describe(ask_user), in_thread=False),
     ]

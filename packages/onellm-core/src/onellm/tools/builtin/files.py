@@ -25,6 +25,7 @@ from onellm.tools.builtin._regex import Regex
 from onellm.tools.builtin._text import (
     BinaryFileError,
     decode_text,
+    describe,
     encode_text,
     line_range,
     replace_in_text,
@@ -323,12 +324,27 @@ def file_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
         return "\n".join(report)
 
     return [
-        Tool.create(read_file, required_grants=("files_read",)),
-        Tool.create(list_files, required_grants=("files_read",)),
-        Tool.create(search_files_regex, required_grants=("files_read",)),
-        Tool.create(write_file, required_grants=("files_read", "files_write"), parallel_safe=False),
-        Tool.create(replace_string, required_grants=("files_read", "files_write"), parallel_safe=False),
-        Tool.create(apply_patch, required_grants=("files_read", "files_write"), parallel_safe=False),
+        Tool.create(read_file, description=describe(read_file), required_grants=("files_read",)),
+        Tool.create(list_files, description=describe(list_files), required_grants=("files_read",)),
+        Tool.create(search_files_regex, description=describe(search_files_regex), required_grants=("files_read",)),
+        Tool.create(
+            write_file,
+            description=describe(write_file),
+            required_grants=("files_read", "files_write"),
+            parallel_safe=False,
+        ),
+        Tool.create(
+            replace_string,
+            description=describe(replace_string),
+            required_grants=("files_read", "files_write"),
+            parallel_safe=False,
+        ),
+        Tool.create(
+            apply_patch,
+            description=describe(apply_patch),
+            required_grants=("files_read", "files_write"),
+            parallel_safe=False,
+        ),
     ]
 
 

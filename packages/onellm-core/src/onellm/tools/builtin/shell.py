@@ -13,6 +13,7 @@ from pathlib import Path
 
 from onellm.tools import Tool, ToolContext
 from onellm.tools.builtin._options import BuiltinOptions
+from onellm.tools.builtin._text import describe
 
 __all__ = ["shell_tools"]
 
@@ -65,4 +66,11 @@ def shell_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
             parts.append("(no output)")
         return "\n".join(parts)
 
-    return [Tool.create(execute_terminal_command, required_grants=("shell",), parallel_safe=False)]
+    return [
+        Tool.create(
+            execute_terminal_command,
+            description=describe(execute_terminal_command),
+            required_grants=("shell",),
+            parallel_safe=False,
+        )
+    ]

@@ -16,7 +16,7 @@ import msgspec
 from onellm.errors import CapabilityDeniedError, CapabilityMissingError, Secret
 from onellm.tools import Tool, ToolContext
 from onellm.tools.builtin._options import BuiltinOptions
-from onellm.tools.builtin._text import truncate_middle
+from onellm.tools.builtin._text import describe, truncate_middle
 
 if TYPE_CHECKING:
     import httpx
@@ -167,8 +167,8 @@ def web_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
         return _render_results(query, data, count)
 
     return [
-        Tool.create(http_request, required_grants=("network",)),
-        Tool.create(search_web, required_grants=("network",)),
+        Tool.create(http_request, description=describe(http_request), required_grants=("network",)),
+        Tool.create(search_web, description=describe(search_web), required_grants=("network",)),
     ]
 
 
