@@ -184,7 +184,7 @@ BRAVE_GRANT = Capabilities.network("api.search.brave.com")
 
 async def test_search_web_sends_the_query_and_renders_results(make_runner: Callable[..., Any]) -> None:
     brave = Brave()
-    run = make_runner(http_transport=brave.transport, environment={"BRAVE_API_KEY": KEY})
+    run = make_runner(search_transport=brave.transport, environment={"BRAVE_API_KEY": KEY})
     result = await run("search_web", {"query": "python linear time regex", "count": 2}, BRAVE_GRANT)
     text = ok(result)
     assert text.splitlines() == [
@@ -215,7 +215,7 @@ async def test_search_web_key_from_options_and_pricing(make_runner: Callable[...
 
     brave = Brave()
     run = make_runner(
-        http_transport=brave.transport,
+        search_transport=brave.transport,
         brave_api_key=Secret("other-key"),
         environment={},
         search_pricing=SearchPricing(unit_price=Decimal("9"), per=1000),
@@ -228,7 +228,7 @@ async def test_search_web_key_from_options_and_pricing(make_runner: Callable[...
 
 async def test_search_web_failure_is_costed_and_scrubs_the_key(make_runner: Callable[..., Any]) -> None:
     brave = Brave(status=429, body=f'{{"error": "rate limited for token {KEY}"}}'.encode())
-    run = make_runner(http_transport=brave.transport, environment={"BRAVE_API_KEY": KEY})
+    run = make_runner(search_transport=brave.transport, environment={"BRAVE_API_KEY": KEY})
     result = await run("search_web", {"query": "x"}, BRAVE_GRANT)
     text = err(result)
     assert "429" in text
@@ -241,7 +241,7 @@ async def test_search_web_transport_failure_scrubs_the_key(make_runner: Callable
     def fail(request: httpx.Request) -> httpx.Response:
         raise httpx.ConnectError(f"cannot connect with {request.headers['x-subscription-token']}")
 
-    run = make_runner(http_transport=httpx.MockTransport(fail), environment={"BRAVE_API_KEY": KEY})
+    run = make_runner(search_transport=httpx.MockTransport(fail), environment={"BRAVE_API_KEY": KEY})
     result = await run("search_web", {"query": "x"}, BRAVE_GRANT)
     text = err(result)
     assert "ConnectError" in text
@@ -251,12 +251,12 @@ async def test_search_web_transport_failure_scrubs_the_key(make_runner: Callable
 
 async def test_search_web_refusals(make_runner: Callable[..., Any], root: Path) -> None:
     brave = Brave()
-    run = make_runner(http_transport=brave.transport, environment={"BRAVE_API_KEY": KEY})
+    run = make_runner(search_transport=brave.transport, environment={"BRAVE_API_KEY": KEY})
     assert "needs api.search.brave.com" in err(await run("search_web", {"query": "x"}, Capabilities.files(root)))
     elsewhere = Capabilities.network("example.com")
     assert "CapabilityDeniedError" in err(await run("search_web", {"query": "x"}, elsewhere))
     assert brave.sent == []
-    keyless = make_runner(http_transport=brave.transport, environment={})
+    keyless = make_runner(search_transport=brave.transport, environment={})
     text = err(await keyless("search_web", {"query": "x"}, BRAVE_GRANT))
     assert "CapabilityMissingError" in text
     assert "BRAVE_API_KEY" in text
@@ -264,7 +264,7 @@ async def test_search_web_refusals(make_runner: Callable[..., Any], root: Path) 
 
 async def test_search_web_bad_arguments(make_runner: Callable[..., Any]) -> None:
     brave = Brave()
-    run = make_runner(http_transport=brave.transport, environment={"BRAVE_API_KEY": KEY})
+    run = make_runner(search_transport=brave.transport, environment={"BRAVE_API_KEY": KEY})
     assert "Argument 'count' must be at most 20" in err(
         await run("search_web", {"query": "x", "count": 21}, BRAVE_GRANT)
     )
@@ -277,5 +277,5 @@ async def test_search_web_bad_arguments(make_runner: Callable[..., Any]) -> None
 
 async def test_search_web_no_results(make_runner: Callable[..., Any]) -> None:
     brave = Brave(body=b'{"type": "search", "query": {"original": "zzz"}}')
-    run = make_runner(http_transport=brave.transport, environment={"BRAVE_API_KEY": KEY})
+    run = make_runner(search_transport=brave.transport, environment={"BRAVE_API_KEY": KEY})
     assert ok(await run("search_web", {"query": "zzz"}, BRAVE_GRANT)) == "No results for 'zzz'."

@@ -71,8 +71,9 @@ class BuiltinOptions:
     """The Brave web search endpoint."""
     search_pricing: SearchPricing = field(default_factory=SearchPricing)
     """The price of one `search_web` query, charged as a cost line."""
-    http_transport: httpx.AsyncBaseTransport | None = None
-    """A transport for the network tools' client (tests hand in `httpx.MockTransport`); None uses the default."""
+    search_transport: httpx.AsyncBaseTransport | None = None
+    """A transport for `search_web`'s requests to Brave (tests hand in `httpx.MockTransport`); the grant's host check
+    still applies. None sends through `EgressClient`, which also checks each address as the connection opens."""
     environment: Mapping[str, str] | None = None
     """The environment read for `BRAVE_API_KEY`; None is `os.environ`."""
     extra: Mapping[str, Any] = field(default_factory=dict)

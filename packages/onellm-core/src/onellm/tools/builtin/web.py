@@ -182,7 +182,7 @@ async def _brave_search(
     headers = {"Accept": "application/json", "X-Subscription-Token": key.reveal()}
     params = {"q": query, "count": str(count)}
     caps = ctx.capabilities
-    if options.http_transport is not None:
+    if options.search_transport is not None:
         # A host-supplied transport (tests): the grant's host check still applies before anything is sent.
         url = httpx.URL(options.brave_endpoint)
         port = url.port or (443 if url.scheme == "https" else 80)
@@ -190,7 +190,7 @@ async def _brave_search(
             raise CapabilityDeniedError(
                 f"search_web needs {url.host} in the network grant", target=f"{url.host}:{port}", rule="network"
             )
-        async with httpx.AsyncClient(transport=options.http_transport, trust_env=False) as plain:
+        async with httpx.AsyncClient(transport=options.search_transport, trust_env=False) as plain:
             response = await plain.get(url, params=params, headers=headers, timeout=options.http_timeout_seconds)
             await response.aread()
     else:
