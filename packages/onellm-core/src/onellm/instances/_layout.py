@@ -1,0 +1,122 @@
+"""Splitting an instance file in the canonical layout into its header and its message blocks, by text.
+
+The canonical layout (`spec/instances.md`, "Layout on disk"): the header keys, then `messages:` as the last top-level
+key, then one sequence entry per message, each starting with `- ` at the same column. Such a file can be cut into
+pieces without parsing it: the header is everything before the `messages:` line, and a message block runs from one
+entry's dash to the next. Each piece is then read on its own, and its text is kept so that a save can write it back
+unchanged.
+
+`split` returns None for any file it cannot cut with certainty (carriage returns, a byte order mark, characters YAML
+does not allow, a key or document marker after the messages, flow-style messages); such a file is read whole by the
+general loader.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["Layout", "header_end", "split"]
+
+# Bytes of the ASCII characters a file may hold as they are; every byte of a multi-byte character is let through here
+# and the few non-ASCII characters that are not allowed are found by `_UNSAFE_WIDE`.
+_ALLOWED_BYTES = bytes([9, 10, *range(0x20, 0x7F), *range(0x80, 0x100)])
+# C1 controls, line and paragraph separators, the byte order mark, U+FFFE and U+FFFF, in UTF-8.
+_UNSAFE_WIDE = re.compile(rb"\xc2[\x80-\x9f]|\xe2\x80[\xa8\xa9]|\xef\xbb\xbf|\xef\xbf[\xbe\xbf]")
+_MESSAGES = re.compile(r"^messages:(?P<empty>[ ]+\[\])?[ ]*(?:#[^\n]*)?(?:\n|\Z)", re.MULTILINE)
+_FIRST_ENTRY = re.compile(r"(?P<indent>[ ]*)-(?:[ ]|\n|\Z)")
+_SKIP = re.compile(r"(?:[ ]*(?:#[^\n]*)?\n)*")
+_ENTRY_PATTERNS: dict[int, tuple[re.Pattern[str], re.Pattern[str]]] = {}
+
+
+def _patterns(indent: int) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    found = _ENTRY_PATTERNS.get(indent)
+    if found is None:
+        found = (
+            re.compile(rf"\n[ ]{{{indent}}}-(?:[ ]|\n|\Z)"),
+            # A line that can belong to no entry of this sequence: less indented than the dashes and not a comment
+            # or blank, or at the dashes' column without a dash.
+            re.compile(rf"\n(?![ ]{{{indent + 1}}}|[ ]{{{indent}}}-(?:[ ]|\n|\Z)|[ ]*#|[ ]*(?:\n|\Z))"),
+        )
+        _ENTRY_PATTERNS[indent] = found
+    return found
+
+
+def _printable(text: str) -> bool:
+    """True when every character of `text` may appear in a YAML file as it is (and none is a line break other than LF)."""
+    try:
+        raw = text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate
+        return False
+    if raw.translate(None, _ALLOWED_BYTES):
+        return False
+    return text.isascii() or _UNSAFE_WIDE.search(raw) is None
+
+
+@dataclass(slots=True)
+class Layout:
+    """The pieces of an instance file in the canonical layout."""
+
+    header: str
+    """Everything before the `messages:` line (ends with a newline, or is empty)."""
+    messages_line: str | None
+    """The `messages:` line as written, or None when the file has no messages key."""
+    prefix: str
+    """Blank and comment lines between the `messages:` line and the first entry."""
+    indent: int
+    """The column of the entries' dashes."""
+    blocks: list[str]
+    """The text of each entry, in order."""
+    explicit_empty: bool
+    """The file says `messages: []`."""
+
+
+def split(text: str) -> Layout | None:
+    """Cut `text` into header and message blocks, or None when it is not in the canonical layout."""
+    if "\r" in text or not _printable(text):
+        return None
+    found = _MESSAGES.search(text)
+    if found is None:
+        if re.search(r"^messages[ ]*:", text, re.MULTILINE) or re.search(r'^["\']messages["\'][ ]*:', text, re.M):
+            return None
+        return Layout(text, None, "", 0, [], False)
+    header = text[: found.start()]
+    tail_start = found.end()
+    if found["empty"]:
+        if text[tail_start:].strip(" \n") and _SKIP.fullmatch(text, tail_start) is None:
+            return None
+        return Layout(header, found[0], text[tail_start:], 0, [], True)
+    skipped = _SKIP.match(text, tail_start)
+    assert skipped is not None
+    first = skipped.end()
+    if first >= len(text):
+        # `messages:` with nothing under it reads as null: an absent list.
+        return Layout(header, found[0], text[tail_start:], 0, [], False)
+    entry = _FIRST_ENTRY.match(text, first)
+    if entry is None:
+        return None
+    indent = len(entry["indent"])
+    starts_re, stray_re = _patterns(indent)
+    if stray_re.search(text, first):
+        return None
+    starts = [first]
+    starts += [m.start() + 1 for m in starts_re.finditer(text, first)]
+    starts.append(len(text))
+    blocks = [text[starts[i] : starts[i + 1]] for i in range(len(starts) - 1)]
+    return Layout(header, found[0], text[tail_start:first], indent, blocks, False)
+
+
+_TOP_LEVEL_AFTER = re.compile(r"\n(?![ \n#-])")
+
+
+def header_end(text: str) -> int | None:
+    """Where the header of `text` ends (the start of its `messages:` line, or the end of the text when it has none),
+    or None when a top-level key follows the messages, so the header cannot be read alone."""
+    found = _MESSAGES.search(text)
+    if found is None:
+        if re.search(r"^[\"']?messages[\"']?[ ]*:", text, re.MULTILINE):
+            return None
+        return len(text)
+    if _TOP_LEVEL_AFTER.search(text, found.end() - 1):
+        return None
+    return found.start()

@@ -1,0 +1,130 @@
+"""`MemoryInstanceStore`: instances kept as their file text in the process.
+
+For tests, one-shot scripts and runs that must leave nothing behind. It keeps the text a file store would write, so
+what `load` returns is a fresh instance read from that text, never the object that was saved.
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import anyio.lowlevel
+
+from onellm.clock import Clock
+from onellm.errors import InstanceLockedError
+from onellm.instances._assets import MemoryAssetStore
+from onellm.instances._ids import validate_instance_id
+from onellm.instances._model import Instance
+from onellm.instances._store import InstanceLease, InstanceQuery, InstanceSummary, apply_query
+
+__all__ = ["MemoryInstanceStore"]
+
+
+@dataclass(slots=True)
+class _Entry:
+    text: str
+    summary: InstanceSummary
+
+
+class _MemoryLease(InstanceLease):
+    def __init__(self, instance_id: str, held: set[str]) -> None:
+        super().__init__(instance_id)
+        self._held = held
+
+    async def _release(self) -> None:
+        self._held.discard(self.instance_id)
+
+
+class MemoryInstanceStore:
+    """Instances in a dictionary, by id, as the text of their files.
+
+    Args:
+        clock: Where save times come from (default: the system clock, UTC).
+    """
+
+    def __init__(self, *, clock: Clock | None = None) -> None:
+        self._clock = clock
+        self._items: dict[str, _Entry] = {}
+        self._held: set[str] = set()
+        self._assets: dict[str, MemoryAssetStore] = {}
+        self._last: datetime | None = None
+
+    def __repr__(self) -> str:
+        return f"<MemoryInstanceStore: {len(self._items)} instances>"
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, instance_id: object) -> bool:
+        return instance_id in self._items
+
+    def _now(self) -> datetime:
+        now = self._clock.now() if self._clock is not None else datetime.now(UTC)
+        # Saves are strictly ordered in time, even within one clock tick.
+        if self._last is not None and now <= self._last:
+            now = self._last + timedelta(microseconds=1)
+        self._last = now
+        return now
+
+    def text_of(self, instance_id: str) -> str | None:
+        """The stored text of `instance_id`, or None."""
+        entry = self._items.get(validate_instance_id(instance_id))
+        return None if entry is None else entry.text
+
+    def assets(self, instance_id: str) -> MemoryAssetStore:
+        """The asset store of `instance_id`."""
+        key = validate_instance_id(instance_id)
+        found = self._assets.get(key)
+        if found is None:
+            found = self._assets[key] = MemoryAssetStore()
+        return found
+
+    async def save(self, instance: Instance) -> None:
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        instance_id = validate_instance_id(instance.id)
+        text = instance.dumps()
+        summary = InstanceSummary(
+            id=instance_id,
+            name=instance.name,
+            state=instance.state,
+            model=instance.model,
+            agent_definition=instance.agent_definition,
+            caller_instance_id=instance.caller_instance_id,
+            spawner_instance_id=instance.spawner_instance_id,
+            modified_at=self._now(),
+        )
+        self._items[instance_id] = _Entry(text, summary)
+
+    async def load(self, instance_id: str) -> Instance | None:
+        entry = self._items.get(validate_instance_id(instance_id))
+        if entry is None:
+            return None
+        return Instance.loads(entry.text, file=f"memory:{instance_id}")
+
+    async def list(
+        self,
+        *,
+        state: str | None = None,
+        caller: str | None = None,
+        name_contains: str | None = None,
+        modified_since: datetime | None = None,
+        limit: int | None = None,
+    ) -> builtins.list[InstanceSummary]:
+        query = InstanceQuery(
+            state=state, caller=caller, name_contains=name_contains, modified_since=modified_since, limit=limit
+        )
+        return apply_query((entry.summary for entry in self._items.values()), query)
+
+    async def acquire(self, instance_id: str) -> InstanceLease:
+        key = validate_instance_id(instance_id)
+        if key in self._held:
+            raise InstanceLockedError(f"instance {instance_id!r} is leased by another holder", instance_id=key)
+        self._held.add(key)
+        return _MemoryLease(key, self._held)
+
+    async def delete(self, instance_id: str) -> bool:
+        key = validate_instance_id(instance_id)
+        self._assets.pop(key, None)
+        return self._items.pop(key, None) is not None

@@ -1,0 +1,612 @@
+"""The instance model and its file format (`spec/instances.md`).
+
+An instance file is an agent definition (as it was when the run started) plus the run's own keys, with `messages`
+last. `Instance.loads` reads any valid instance file; `dumps` returns the loaded text byte for byte while nothing
+changed, and otherwise writes the canonical layout: header keys in the spec's order, unknown keys after them, then
+`pendingApprovals`, `compactions` and `messages`, one block per message.
+
+**Reading fast.** A file in the canonical layout is cut into header and message blocks by text (`_layout`), and each
+piece is read by the fast reader for onellm's own YAML shape (`_canon`), or by the guarded C loader when it declines.
+Any other file (another key after the messages, flow style, carriage returns, ...) is read whole by the general loader,
+and a file with an error is read again by the round-trip loader, whose node positions give the error its line and
+column.
+
+**Saving cheaply.** The instance remembers the text of every message it read or wrote, keyed by the message object.
+A save writes the header again (or reuses its text when it did not change) and reuses the text of every message it has
+seen, so appending a turn to a long conversation costs the new turn plus the file write. This relies on the rule of
+the format that messages are immutable once appended: to change a message, put a new `Message` object in its place
+(for example `msgspec.structs.replace(old, ...)`), do not edit the old one in place.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from onellm.errors import BadDefinitionError
+from onellm.instances import _canon, _layout
+from onellm.instances._atomic import write_atomic
+from onellm.instances._ids import is_valid_instance_id, new_instance_id, validate_instance_id
+from onellm.instances._parts import (
+    AskUser,
+    Compaction,
+    ForkOrigin,
+    InstanceFailure,
+    PendingApproval,
+    bad,
+    opt_bool,
+    opt_int,
+    opt_list,
+    opt_number,
+    opt_str,
+    opt_timestamp,
+    plain_copy,
+    same,
+    type_name,
+)
+from onellm.messages import Message, Timestamp
+
+__all__ = ["HEADER_KEYS", "Instance", "InstanceState", "read_header"]
+
+
+class InstanceState(StrEnum):
+    """The lifecycle states onellm writes. `Instance.state` is a plain string: other values load and save unchanged."""
+
+    RUNNING = "running"
+    """A run is in progress."""
+    WAITING = "waiting"
+    """The agent finished its turn and waits for input."""
+    WAITING_FOR_APPROVAL = "waiting_for_approval"
+    """A tool call needs a person's decision; see `pending_approvals`."""
+    STOPPED = "stopped"
+    """The run ended; a new message continues the instance."""
+    ERROR = "error"
+    """The run failed; see `error`."""
+
+
+_STATES = {s.value: s for s in InstanceState}
+
+
+def _opt_mapping(value: Any, path: str) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise bad(path, f"expected a mapping, found {type_name(value)}")
+
+
+def _opt_strategy(value: Any, path: str) -> str | dict[str, Any] | None:
+    if value is None or type(value) is str:
+        return value
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise bad(path, f"expected a strategy name or a mapping, found {type_name(value)}")
+
+
+def _opt_instance_id(value: Any, path: str) -> str | None:
+    text = opt_str(value, path)
+    if text is not None and not is_valid_instance_id(text):
+        raise bad(path, f"{text!r} is not a valid instance id (1 to 128 ASCII letters, digits, '-' and '_')")
+    return text
+
+
+# The simple header keys, in the order onellm writes them: (file key, attribute, reader).
+_SIMPLE: tuple[tuple[str, str, Callable[[Any, str], Any]], ...] = (
+    ("instanceId", "id", _opt_instance_id),
+    ("agentDefinition", "agent_definition", opt_str),
+    # The agent definition, as it was when the run started (`spec/definitions.md`).
+    ("name", "name", opt_str),
+    ("description", "description", opt_str),
+    ("model", "model", opt_str),
+    ("serviceTier", "service_tier", opt_str),
+    ("thinking", "thinking", _opt_mapping),
+    ("temperature", "temperature", opt_number),
+    ("maxIterations", "max_iterations", opt_int),
+    ("maxTokens", "max_tokens", opt_int),
+    ("systemPrompt", "system_prompt", opt_str),
+    ("references", "references", opt_list),
+    ("workingDirectory", "working_directory", opt_str),
+    ("initialPrompts", "initial_prompts", opt_list),
+    ("inputs", "inputs", _opt_mapping),
+    ("headers", "headers", _opt_mapping),
+    ("invocationMode", "invocation_mode", opt_str),
+    ("llmTurnLogs", "llm_turn_logs", opt_bool),
+    ("missingKey", "missing_key", opt_str),
+    ("hooks", "hooks", opt_list),
+    ("contextStrategy", "context_strategy", _opt_strategy),
+    # The run.
+    ("requestedModel", "requested_model", opt_str),
+    ("maxImageSize", "max_image_size", opt_int),
+    ("state", "state", opt_str),
+    ("callerInstanceId", "caller_instance_id", opt_str),
+    ("spawnerInstanceId", "spawner_instance_id", opt_str),
+    ("callerToolCallId", "caller_tool_call_id", opt_str),
+    ("delegationPrompt", "delegation_prompt", opt_str),
+    ("runStartedAt", "run_started_at", opt_timestamp),
+    ("metadata", "metadata", _opt_mapping),
+    # Keys the agent loop adds (unknown keys to other readers).
+    ("error", "error", lambda v, p: None if v is None else InstanceFailure.from_data(v, p)),
+    ("cancelled", "cancelled", opt_bool),
+    ("capabilities", "capabilities", _opt_mapping),
+    ("capabilitiesRecorded", "capabilities_recorded", opt_bool),
+    ("askUser", "ask_user", lambda v, p: None if v is None else AskUser.from_data(v, p)),
+    ("forkedFrom", "forked_from", lambda v, p: None if v is None else ForkOrigin.from_data(v, p)),
+)
+_SIMPLE_BY_KEY = {key: (attr, read) for key, attr, read in _SIMPLE}
+_LISTS = ("pendingApprovals", "compactions", "messages")
+HEADER_KEYS: tuple[str, ...] = (*(key for key, _, _ in _SIMPLE), *_LISTS)
+"""Every key the format defines, in the order onellm writes them (unknown keys go before `pendingApprovals`)."""
+
+
+def _data_of(value: Any) -> Any:
+    if value is None or isinstance(value, str | bool | int | Decimal | float):
+        return value
+    if isinstance(value, Timestamp):
+        return value.text
+    if isinstance(value, InstanceFailure | AskUser | ForkOrigin):
+        return value.to_data()
+    return plain_copy(value)
+
+
+@dataclass(slots=True)
+class _Source:
+    """What the instance text looked like when it was last read or written."""
+
+    text: str
+    header: dict[str, Any]
+    messages: tuple[Message, ...]
+    header_text: str | None = None
+    messages_line: str | None = None
+    prefix: str = ""
+    indent: int = 0
+
+
+@dataclass(kw_only=True, eq=True)
+class Instance:
+    """One run of a definition and everything it has said and done (`spec/instances.md`).
+
+    Every key of the format is an attribute in snake_case; keys onellm does not know are kept in `extra` and written
+    back. A key holding null and an absent key are the same (None here).
+    """
+
+    id: str | None = None
+    """The instance id (`instanceId`): 1 to 128 ASCII letters, digits, `-` and `_`. It names the file."""
+    agent_definition: str | None = None
+    """Path or URI of the definition the run started from."""
+    name: str | None = None
+    """The definition's display name."""
+    description: str | None = None
+    """The definition's one-line description."""
+    model: str | None = None
+    """The resolved model name (see `requested_model` for the name first asked for)."""
+    service_tier: str | None = None
+    """The service tier requested."""
+    thinking: dict[str, Any] | None = None
+    """Request-side reasoning controls: `effort` and/or `budget`."""
+    temperature: int | Decimal | float | None = None
+    """Sampling temperature."""
+    max_iterations: int | None = None
+    """The most model turns one run may take (the loop's default is 200)."""
+    max_tokens: int | None = None
+    """The most output tokens per turn."""
+    system_prompt: str | None = None
+    """The system prompt template."""
+    references: list[Any] | None = None
+    """Tool sources, as plain data (`spec/definitions.md`, `references`)."""
+    working_directory: str | None = None
+    """The working directory template."""
+    initial_prompts: list[Any] | None = None
+    """The messages that open every run, as plain data in the message format."""
+    inputs: dict[str, Any] | None = None
+    """Input values."""
+    headers: dict[str, Any] | None = None
+    """Extra HTTP headers for HTTP tool sources."""
+    invocation_mode: str | None = None
+    """`interactive`, `delegated` or `autonomous`."""
+    llm_turn_logs: bool | None = None
+    """Keep raw request and response logs for each turn."""
+    missing_key: str | None = None
+    """`default` or `error`: what a template does with a key it cannot find."""
+    hooks: list[Any] | None = None
+    """Hook files, as plain data."""
+    context_strategy: str | dict[str, Any] | None = None
+    """The context strategy: a type name or `{type, triggerTokens | triggerPercent, keepLast}`."""
+    requested_model: str | None = None
+    """The model as first requested, before alias resolution."""
+    max_image_size: int | None = None
+    """The longest image edge in pixels the instance sends. Only ever tightened."""
+    state: str | None = None
+    """The lifecycle state, a string; see `InstanceState` and `effective_state`."""
+    caller_instance_id: str | None = None
+    """The instance that last messaged this one."""
+    spawner_instance_id: str | None = None
+    """The instance that started this one. Set once."""
+    caller_tool_call_id: str | None = None
+    """The tool call of the caller that started this instance."""
+    delegation_prompt: str | None = None
+    """The prompt a calling agent gave when it started this instance."""
+    run_started_at: Timestamp | None = None
+    """When the current run started."""
+    metadata: dict[str, Any] | None = None
+    """`renderedSystemPrompt` and any other metadata keys (kept)."""
+    error: InstanceFailure | None = None
+    """The failure that put the instance in error."""
+    cancelled: bool | None = None
+    """True when the latest run was cancelled."""
+    capabilities: dict[str, Any] | None = None
+    """The grants the run started with, as plain data (`readRoots`, `writeRoots`, `shell`, `network`, `tools`, ...)."""
+    capabilities_recorded: bool | None = None
+    """The marker written with `capabilities`."""
+    ask_user: AskUser | None = None
+    """An `ask_user` call that has no answer yet."""
+    forked_from: ForkOrigin | None = None
+    """Where this instance was forked from."""
+    pending_approvals: list[PendingApproval] = field(default_factory=list)
+    """Tool calls waiting for a decision."""
+    compactions: list[Compaction] = field(default_factory=list)
+    """Records of context compaction."""
+    messages: list[Message] = field(default_factory=list)
+    """The conversation. Messages are immutable once appended: replace one with a new object to change it."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Top-level keys this version does not know, in the order read, written back unchanged."""
+
+    # A list written empty stays written as an empty list; one that was absent stays absent.
+    _empty_lists: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
+    _source: _Source | None = field(default=None, init=False, repr=False, compare=False)
+    _blocks: dict[int, tuple[Message, str]] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    # -- convenience -----------------------------------------------------------------------------------------------
+
+    @property
+    def effective_state(self) -> InstanceState:
+        """The state a runner acts on: an unknown or missing state is treated as stopped."""
+        if self.state is None:
+            return InstanceState.STOPPED
+        return _STATES.get(self.state, InstanceState.STOPPED)
+
+    @property
+    def rendered_system_prompt(self) -> str | None:
+        """`metadata.renderedSystemPrompt`: the system prompt as rendered for the latest turn."""
+        if self.metadata is None:
+            return None
+        value = self.metadata.get("renderedSystemPrompt")
+        return value if isinstance(value, str) else None
+
+    @rendered_system_prompt.setter
+    def rendered_system_prompt(self, value: str | None) -> None:
+        if value is None:
+            if self.metadata is not None:
+                self.metadata.pop("renderedSystemPrompt", None)
+            return
+        if self.metadata is None:
+            self.metadata = {}
+        self.metadata["renderedSystemPrompt"] = value
+
+    def message(self, message_id: str) -> Message | None:
+        """The message with this id, or None."""
+        for msg in self.messages:
+            if msg.id == message_id:
+                return msg
+        return None
+
+    # -- fork and duplicate ----------------------------------------------------------------------------------------
+
+    def fork(self, new_id: str | None = None, *, through: str | None = None) -> Instance:
+        """A copy under a new id, with the conversation up to and including the message `through` (all when None).
+
+        The fork starts stopped, with no pending approvals and no `run_started_at`, and records its origin in
+        `forked_from`. Messages are shared with this instance (they are immutable), so a first save of the fork reuses
+        their text.
+
+        Raises:
+            InvalidInstanceIdError: `new_id` is not a valid id.
+            LookupError: no message has the id `through`.
+        """
+        new_id = new_instance_id() if new_id is None else validate_instance_id(new_id)
+        messages = list(self.messages)
+        if through is not None:
+            for i, msg in enumerate(messages):
+                if msg.id == through:
+                    messages = messages[: i + 1]
+                    break
+            else:
+                raise LookupError(f"instance {self.id!r} has no message {through!r}")
+        copy = Instance.from_data(self._header_data())
+        copy.id = new_id
+        copy.state = InstanceState.STOPPED.value
+        copy.pending_approvals = []
+        copy._empty_lists.discard("pendingApprovals")
+        copy.run_started_at = None
+        copy.forked_from = ForkOrigin(instance_id=self.id, message_id=messages[-1].id if messages else None)
+        copy.messages = messages
+        copy._blocks = {id(m): self._blocks[id(m)] for m in messages if self._block_of(m) is not None}
+        if "messages" in self._empty_lists:
+            copy._empty_lists.add("messages")
+        source = self._source
+        if source is not None and source.header_text is not None:
+            # Keep the message-list layout (indentation) so the shared block texts stay valid.
+            copy._source = _Source(
+                text="",
+                header={},
+                messages=(),
+                messages_line=source.messages_line,
+                prefix=source.prefix,
+                indent=source.indent,
+            )
+        return copy
+
+    def duplicate(self, new_id: str | None = None) -> Instance:
+        """A fork of the whole conversation (see `fork`)."""
+        return self.fork(new_id)
+
+    # -- plain data ------------------------------------------------------------------------------------------------
+
+    def _header_data(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, attr, _ in _SIMPLE:
+            value = getattr(self, attr)
+            if value is not None:
+                out[key] = _data_of(value)
+        for key, value in self.extra.items():
+            if value is not None and key not in out and key not in _LISTS:
+                out[key] = plain_copy(value)
+        if self.pending_approvals or "pendingApprovals" in self._empty_lists:
+            out["pendingApprovals"] = [entry.to_data() for entry in self.pending_approvals]
+        if self.compactions or "compactions" in self._empty_lists:
+            out["compactions"] = [entry.to_data() for entry in self.compactions]
+        return out
+
+    def to_data(self) -> dict[str, Any]:
+        """The whole instance as plain data (str, bool, int, Decimal, None, list, dict), keys in the written order."""
+        out = self._header_data()
+        if self.messages or "messages" in self._empty_lists:
+            out["messages"] = [msg.to_data() for msg in self.messages]
+        return out
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> Instance:
+        """Build an instance from plain data (a parsed instance file).
+
+        Raises:
+            BadDefinitionError: a value has the wrong type or shape; its `path` names the key.
+        """
+        if not isinstance(data, Mapping):
+            raise BadDefinitionError(f"an instance is a mapping, not {type_name(data)}", path="")
+        inst = cls()
+        inst._read_header(data)
+        raw = data.get("messages")
+        if raw is not None:
+            if not isinstance(raw, list):
+                raise bad("messages", f"expected a list, found {type_name(raw)}")
+            inst.messages = [Message.from_data(item, f"messages[{i}]") for i, item in enumerate(raw)]
+            if not raw:
+                inst._empty_lists.add("messages")
+        return inst
+
+    def _read_header(self, data: Mapping[str, Any]) -> None:
+        extra: dict[str, Any] = {}
+        for key, value in data.items():
+            found = _SIMPLE_BY_KEY.get(key)
+            if found is not None:
+                attr, read = found
+                setattr(self, attr, read(value, key))
+            elif key == "pendingApprovals":
+                entries = opt_list(value, key)
+                if entries is not None:
+                    self.pending_approvals = [
+                        PendingApproval.from_data(e, f"{key}[{i}]") for i, e in enumerate(entries)
+                    ]
+                    if not entries:
+                        self._empty_lists.add(key)
+            elif key == "compactions":
+                entries = opt_list(value, key)
+                if entries is not None:
+                    self.compactions = [Compaction.from_data(e, f"{key}[{i}]") for i, e in enumerate(entries)]
+                    if not entries:
+                        self._empty_lists.add(key)
+            elif key == "messages":
+                continue
+            elif value is not None:
+                extra[key] = value
+        self.extra = extra
+
+    # -- text ------------------------------------------------------------------------------------------------------
+
+    @classmethod
+    def loads(cls, text: str | bytes, *, file: str | None = None) -> Instance:
+        """Read an instance from the text of an instance file.
+
+        Raises:
+            BadDefinitionError: the text is not valid YAML, not a valid instance, or hostile (alias bombs, deep
+                nesting, duplicate keys, unknown tags, invalid UTF-8, huge numbers); carries `file`, line and column.
+        """
+        from onellm.yamlio import decode_text
+
+        text = decode_text(text, file=file)
+        layout = _layout.split(text)
+        if layout is not None:
+            try:
+                inst = cls._from_layout(text, layout, file)
+            except BadDefinitionError:
+                inst = None  # read again by the general loader, which places the error
+            if inst is not None:
+                return inst
+        return cls._from_general(text, file)
+
+    @classmethod
+    def _from_layout(cls, text: str, layout: _layout.Layout, file: str | None) -> Instance | None:
+        from onellm.yamlio import safe_load
+
+        header_text = layout.header
+        try:
+            header = _canon.parse_mapping(header_text)
+        except _canon.Unsupported:
+            header = safe_load(header_text, file=file)
+            if header is None:
+                header = {}
+        if not isinstance(header, dict) or "messages" in header:
+            return None
+        if not header and layout.messages_line is None:
+            return None  # an empty document: let the general loader say so
+        inst = cls()
+        inst._read_header(header)
+        indent = layout.indent
+        messages: list[Message] = []
+        blocks: dict[int, tuple[Message, str]] = {}
+        for i, block in enumerate(layout.blocks):
+            try:
+                data = _canon.parse_block(block, indent)
+            except _canon.Unsupported:
+                parsed = safe_load(block, file=file)
+                if not isinstance(parsed, list) or len(parsed) != 1:
+                    return None
+                data = parsed[0]
+            msg = Message.from_data(data, f"messages[{i}]")
+            messages.append(msg)
+            blocks[id(msg)] = (msg, block)
+        inst.messages = messages
+        inst._blocks = blocks
+        if layout.explicit_empty:
+            inst._empty_lists.add("messages")
+        inst._source = _Source(
+            text=text,
+            header=inst._header_data(),
+            messages=tuple(messages),
+            header_text=header_text,
+            messages_line=None if layout.explicit_empty else layout.messages_line,
+            prefix="" if layout.explicit_empty else layout.prefix,
+            indent=indent,
+        )
+        return inst
+
+    @classmethod
+    def _from_general(cls, text: str, file: str | None) -> Instance:
+        from onellm.yamlio import load_document, safe_load
+
+        data = safe_load(text, file=file)
+        if not isinstance(data, dict):
+            found = "an empty document" if data is None else type_name(data)
+            raise BadDefinitionError(f"an instance file holds a mapping, not {found}", file=file, line=1, column=1)
+        try:
+            inst = cls.from_data(data)
+        except BadDefinitionError as exc:
+            if exc.line is not None or not exc.path:
+                raise
+            line, column = load_document(text, file=file).position(exc.path)
+            raise BadDefinitionError(exc.detail, file=file, line=line, column=column, path=exc.path) from None
+        inst._source = _Source(text=text, header=inst._header_data(), messages=tuple(inst.messages))
+        return inst
+
+    def _block_of(self, msg: Message) -> str | None:
+        entry = self._blocks.get(id(msg))
+        if entry is not None and entry[0] is msg:
+            return entry[1]
+        return None
+
+    def dumps(self) -> str:
+        """The instance file text: the loaded text byte for byte while nothing changed, else the canonical layout."""
+        header = self._header_data()
+        source = self._source
+        messages = self.messages
+        header_text: str | None = None
+        if source is not None and same(header, source.header):
+            if len(messages) == len(source.messages) and all(
+                a is b for a, b in zip(messages, source.messages, strict=True)
+            ):
+                return source.text
+            header_text = source.header_text
+        if header_text is None:
+            header_text = _canon.emit_mapping(header)
+        parts = [header_text]
+        if header_text and not header_text.endswith("\n"):
+            parts.append("\n")
+        messages_line = "messages:\n"
+        prefix = ""
+        indent = 0
+        if source is not None and source.messages_line is not None:
+            messages_line = source.messages_line if source.messages_line.endswith("\n") else "messages:\n"
+            prefix = source.prefix
+            indent = source.indent
+        blocks: dict[int, tuple[Message, str]] = {}
+        if messages:
+            parts.append(messages_line)
+            parts.append(prefix)
+            last = len(messages) - 1
+            for i, msg in enumerate(messages):
+                block = self._block_of(msg)
+                if block is None:
+                    block = _canon.emit_block(msg.to_data(), indent)
+                blocks[id(msg)] = (msg, block)
+                parts.append(block)
+                if i != last and not block.endswith("\n"):
+                    parts.append("\n")
+        elif "messages" in self._empty_lists:
+            parts.append("messages: []\n")
+            messages_line = "messages: []\n"
+            prefix = ""
+        text = "".join(parts)
+        self._blocks = blocks
+        self._source = _Source(
+            text=text,
+            header=header,
+            messages=tuple(messages),
+            header_text=header_text,
+            messages_line=messages_line if messages else None,
+            prefix=prefix,
+            indent=indent,
+        )
+        return text
+
+    # -- files -----------------------------------------------------------------------------------------------------
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Instance:
+        """Read an instance file.
+
+        Raises:
+            BadDefinitionError: see `loads`.
+            OSError: the file cannot be read.
+        """
+        data = Path(path).read_bytes()
+        return cls.loads(data, file=os.fspath(path))
+
+    def save(self, path: str | os.PathLike[str], *, durable: bool = True) -> None:
+        """Write the instance file atomically: a temporary file beside it, flushed to disk, renamed over it.
+
+        A reader sees the old file or the new one, never a mix. `durable=False` skips the flush to disk (the rename
+        is still atomic, but a power cut may lose the latest save).
+        """
+        write_atomic(Path(path), self.dumps().encode("utf-8"), durable=durable)
+
+
+def read_header(text: str | bytes, *, file: str | None = None) -> dict[str, Any]:
+    """The top-level keys of an instance file other than `messages`, as plain data.
+
+    A file in the canonical layout is read only up to its `messages:` line, so listing many long instances stays cheap.
+
+    Raises:
+        BadDefinitionError: the text is not valid YAML or not a mapping.
+    """
+    from onellm.yamlio import decode_text, safe_load
+
+    text = decode_text(text, file=file)
+    end = _layout.header_end(text)
+    data: Any
+    if end is not None:
+        head = text[:end]
+        try:
+            data = _canon.parse_mapping(head)
+        except _canon.Unsupported:
+            data = safe_load(head, file=file)
+    else:
+        data = safe_load(text, file=file)
+    if not isinstance(data, dict):
+        found = "an empty document" if data is None else type_name(data)
+        raise BadDefinitionError(f"an instance file holds a mapping, not {found}", file=file, line=1, column=1)
+    data.pop("messages", None)
+    return data
