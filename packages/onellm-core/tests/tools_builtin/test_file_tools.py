@@ -422,3 +422,18 @@ async def test_apply_patch_keeps_crlf(run: Any, root: Path) -> None:
     (root / "w.txt").write_bytes(b"a\r\nb\r\n")
     ok(await run("apply_patch", {"patch": "--- a/w.txt\n+++ b/w.txt\n@@ -1,2 +1,3 @@\n a\n+new\n b\n"}))
     assert (root / "w.txt").read_bytes() == b"a\r\nnew\r\nb\r\n"
+
+
+async def test_search_stops_when_the_pattern_needs_too_much_work(make_runner: Callable[..., Any], root: Path) -> None:
+    import random
+    import time
+
+    rnd = random.Random(5)
+    (root / "a.txt").write_text("b" * 10 + "\n" + "".join(rnd.choice("ab") for _ in range(20_000)) + "\n")
+    run = make_runner(search_max_regex_steps=500_000)
+    started = time.perf_counter()
+    text = ok(await run("search_files_regex", {"pattern": "(a|b)*a(a|b){300}$"}))
+    assert time.perf_counter() - started < 10
+    first = text.splitlines()[0]
+    assert first.startswith("0 matching lines in 0 files (1 files searched); stopped in a.txt at line 2:")
+    assert "simplify it" in first

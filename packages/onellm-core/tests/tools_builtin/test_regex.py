@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from onellm.tools.builtin._regex import Regex, RegexError
+from onellm.tools.builtin._regex import Regex, RegexBudgetError, RegexError
 
 
 @pytest.mark.parametrize(
@@ -152,3 +152,16 @@ def _patterns(draw: st.DrawFn) -> str:
 @given(_patterns(), st.text(alphabet="ab -", max_size=12))
 def test_agrees_with_re_on_the_common_subset(pattern: str, line: str) -> None:
     assert Regex(pattern).search(line) is (re.search(pattern, line) is not None)
+
+
+def test_work_budget_stops_a_state_explosion() -> None:
+    import random
+
+    rnd = random.Random(3)
+    line = "".join(rnd.choice("ab") for _ in range(5000))
+    rx = Regex("(a|b)*a(a|b){200}$", budget=200_000)
+    started = time.perf_counter()
+    with pytest.raises(RegexBudgetError, match="more than 200000 automaton steps"):
+        rx.search(line)
+    assert time.perf_counter() - started < 2
+    assert Regex("(a|b)*a(a|b){3}$", budget=200_000).search(line) is (re.search("(a|b)*a(a|b){3}$", line) is not None)

@@ -52,6 +52,9 @@ class BuiltinOptions:
     """Files larger than this are skipped by `search_files_regex` (and counted as skipped)."""
     search_max_total_bytes: int = 64 * 1024 * 1024
     """Bytes `search_files_regex` reads in one call before it stops."""
+    search_max_regex_steps: int = 20_000_000
+    """Automaton steps `search_files_regex` may spend building its DFA in one call (a few seconds); a pattern that
+    needs more on the files searched stops the search with a note, keeping the matches found so far."""
     max_patterns: int = 64
     """Most globs in `inclusionPatterns` or `exclusionPatterns`."""
     max_patch_chars: int = 1024 * 1024

@@ -7,7 +7,9 @@ DFA: each DFA state is the set of NFA instructions alive at one position, and th
 given character is computed once, by an epsilon-closure bounded by the program size, then cached. Matching a line of
 `n` characters therefore costs at most `n` cache lookups plus, on a miss, O(program size) work; the program size is
 bounded, counted repetition included, and the cache is cleared when it grows past a fixed number of states. There is
-no input on which the time is worse than O(pattern x text).
+no input on which the time is worse than O(pattern x text). Because the pattern factor can still be large (a counted
+repetition under a star makes almost every position a new DFA state), the caller can also set a work budget: the
+instruction visits spent building states are counted and the search stops with `RegexBudgetError` past it.
 
 The supported syntax is the part of Python's syntax that a finite automaton can decide; everything else is refused with
 a message that names the construct and its column:
@@ -27,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["Regex", "RegexError"]
+__all__ = ["Regex", "RegexBudgetError", "RegexError"]
 
 _MAX_PATTERN = 2000
 _MAX_REPEAT = 1000
@@ -42,6 +44,10 @@ class RegexError(ValueError):
         self.detail = message
         self.column = column
         super().__init__(f"{message} (at column {column})" if column is not None else message)
+
+
+class RegexBudgetError(RuntimeError):
+    """The search used up its work budget: the pattern's automaton has too many live states on this input."""
 
 
 # ---------------------------------------------------------------------------------------------------------------- AST
@@ -445,9 +451,20 @@ _EDGE, _WORD, _OTHER = 0, 1, 2
 class Regex:
     """A compiled pattern. `search(line)` says whether it matches anywhere in `line`, in linear time."""
 
-    __slots__ = ("_closures", "_code", "_ids", "_sets", "_start", "_trans", "ignore_case", "pattern", "required")
+    __slots__ = (
+        "_code",
+        "_ids",
+        "_sets",
+        "_start",
+        "_trans",
+        "budget",
+        "ignore_case",
+        "pattern",
+        "required",
+        "work",
+    )
 
-    def __init__(self, pattern: str, *, ignore_case: bool = False) -> None:
+    def __init__(self, pattern: str, *, ignore_case: bool = False, budget: int | None = None) -> None:
         if len(pattern) > _MAX_PATTERN:
             raise RegexError(f"pattern longer than {_MAX_PATTERN} characters")
         if not pattern:
@@ -459,6 +476,10 @@ class Regex:
         self.ignore_case = parser.icase
         self.required = "" if parser.icase else _required_literal(node)
         self._code = _compile(node)
+        self.budget = budget
+        """Most instruction visits allowed over the object's life (None: no limit); `RegexBudgetError` past it."""
+        self.work = 0
+        """Instruction visits so far: the cost of building DFA states, the only step that is not one cache lookup."""
         self._reset()
 
     def _reset(self) -> None:
@@ -492,6 +513,7 @@ class Regex:
             if op == _CHAR:
                 chars.append(pc)
             elif op == _MATCH:
+                self.work += len(seen)
                 return chars, True
             elif op == _JMP:
                 stack.append(a)  # type: ignore[arg-type]
@@ -508,6 +530,7 @@ class Regex:
                     ok = boundary if a == "b" else not boundary
                 if ok:
                     stack.append(pc + 1)
+        self.work += len(seen)
         return chars, False
 
     def _step(self, sid: int, ch: str | None) -> int:
@@ -515,6 +538,11 @@ class Regex:
         core, prev = self._sets[sid]
         cur = _EDGE if ch is None else (_WORD if _is_word(ch) else _OTHER)
         chars, matched = self._closure(core, prev, cur)
+        if self.budget is not None and self.work > self.budget:
+            raise RegexBudgetError(
+                f"the pattern needed more than {self.budget} automaton steps on this input; simplify it (fewer or "
+                "smaller counted repetitions, fewer alternatives under a repetition)"
+            )
         if matched:
             result = -1
         elif ch is None:

@@ -21,7 +21,7 @@ from onellm.tools.builtin import _access
 from onellm.tools.builtin._glob import GlobError, PathFilter
 from onellm.tools.builtin._options import BuiltinOptions
 from onellm.tools.builtin._patch import FilePatch, PatchError, apply_file_patch, parse_patch
-from onellm.tools.builtin._regex import Regex
+from onellm.tools.builtin._regex import Regex, RegexBudgetError
 from onellm.tools.builtin._text import (
     BinaryFileError,
     decode_text,
@@ -191,7 +191,7 @@ def file_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
         if max_results < 1:
             raise ValueError("max_results must be 1 or more")
         max_results = min(max_results, options.search_max_results)
-        rx = Regex(pattern, ignore_case=not case_sensitive)
+        rx = Regex(pattern, ignore_case=not case_sensitive, budget=options.search_max_regex_steps)
         filters = _filters(options, inclusionPatterns, exclusionPatterns)
         caps = ctx.capabilities
         start = _access.resolve_read(ctx, path)
@@ -237,7 +237,12 @@ def file_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
                 continue
             hit = False
             for number, line in enumerate(split_lines(text), start=1):
-                if rx.search(line):
+                try:
+                    found = rx.search(line)
+                except RegexBudgetError as exc:
+                    stopped = f"stopped in {rel} at line {number}: {exc}"
+                    break
+                if found:
                     hit = True
                     shown = line if len(line) <= _MAX_LINE_SHOWN else line[:_MAX_LINE_SHOWN] + " [...]"
                     results.append(f"{rel}:{number}: {shown}")
