@@ -206,7 +206,7 @@ _values = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=75, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(_keys, _values, max_size=6))
 def test_canonical_emitter_reads_back_the_same(data: dict[Any, Any]) -> None:
     text = dump_document(data) if data else "{}\n"
