@@ -147,6 +147,33 @@ class State:
             raise LimitFail("rendering was cancelled")
 
 
+class DepthUnwind(Exception):
+    """Python's stack ran out inside nested template calls; collects the calls while unwinding.
+
+    Go stops at depth 100000; Python's stack is shallower. To report the call Go would report, the recursion's
+    period is found in the recorded calls and the call at Go's depth (modulo the period) is chosen.
+    """
+
+    def __init__(self, calls: list[tuple[Where, Node, int]]) -> None:
+        super().__init__("template recursion too deep")
+        self.calls = calls
+
+    def fail(self) -> ExecFail:
+        calls = self.calls
+        chosen = calls[0]
+        for p in range(1, 33):
+            if len(calls) < 3 * p:
+                break
+            if all(calls[i][1] is calls[i + p][1] for i in range(2 * p)):
+                for c in calls[:p]:
+                    if c[2] % p == MAX_TEMPLATE_DEPTH % p:
+                        chosen = c
+                        break
+                break
+        where, node, _depth = chosen
+        return ExecFail(where, node, f"exceeded maximum template depth ({MAX_TEMPLATE_DEPTH})")
+
+
 class LimitFail(Exception):
     """The output limit was reached, or the render was cancelled."""
 
@@ -527,13 +554,19 @@ class _Compiler:
             newdot = ev(st, dot, vs) if ev is not None else MISSING
             frame = [None] * tree.nslots
             frame[0] = newdot
-            st.depth += 1
+            depth = st.depth
+            st.depth = depth + 1
             try:
                 tree.run(st, w, newdot, frame)
             except RecursionError:
-                raise ExecFail(where, n, f"exceeded maximum template depth ({MAX_TEMPLATE_DEPTH})") from None
+                raise DepthUnwind([(where, n, depth)]) from None
+            except DepthUnwind as u:
+                u.calls.append((where, n, depth))
+                if depth == 0:
+                    raise u.fail() from None
+                raise
             finally:
-                st.depth -= 1
+                st.depth = depth
             if not st.depth & 15:
                 st.check()
 

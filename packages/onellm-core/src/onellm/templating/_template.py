@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from onellm.errors import TemplateError
-from onellm.templating._exec import ExecFail, LimitFail, Program, State, Where, compile_program
+from onellm.templating._exec import DepthUnwind, ExecFail, LimitFail, Program, State, Where, compile_program
 from onellm.templating._funcs import OUTPUT_LIMIT, FuncSpec, host_spec, standard_functions
 from onellm.templating._gofmt import MISSING, go_quote
 from onellm.templating._parse import ParseFail, parse
@@ -272,6 +272,7 @@ class Template:
         limit: int,
         max_embed_depth: int,
         chain: tuple[tuple[str, str, str], ...],
+        keep_bytes: bool = False,
     ) -> str:
         name = self._source.name
         tree = self._program.trees[name]
@@ -288,6 +289,8 @@ class Template:
             tree.run(st, out.append, root, frame)
         except ExecFail as e:
             raise self._exec_error(e) from None
+        except DepthUnwind as u:
+            raise self._exec_error(u.fail()) from None
         except LimitFail as e:
             raise TemplateError(str(e), kind="limit", name=name) from None
         except RecursionError:
@@ -295,9 +298,14 @@ class Template:
         result = "".join(out)
         if len(result) > limit:
             raise TemplateError(f"output exceeds the limit of {limit} characters", kind="limit", name=name)
-        if not result.isascii() and _SURROGATES.search(result):
+        if not keep_bytes and not result.isascii() and _SURROGATES.search(result):
             result = _SURROGATES.sub("\ufffd", result)
         return result
+
+    def _render_bytes(self, scope: Any, missing_key: MissingKey = "default") -> bytes:
+        """The exact bytes Go would write, including bytes that are not valid UTF-8 (for conformance tests)."""
+        text = self._run(scope, _missing_error(missing_key), (), None, None, OUTPUT_LIMIT, MAX_EMBED_DEPTH, (), True)
+        return text.encode("utf-8", "surrogateescape")
 
     def _exec_error(self, e: ExecFail) -> TemplateError:
         src: _Source = e.where.source
