@@ -562,3 +562,24 @@ async def test_a_result_that_fails_while_encoding_is_an_error_result() -> None:
     result = await f.invoke({})
     assert result.is_error
     assert result.text == "Tool 'f' returned a value that cannot be sent: cannot dump"
+
+
+async def test_methods_are_made_tools_through_the_bound_method() -> None:
+    with pytest.raises(TypeError, match=r"make a tool of the bound method instead: Tool.create\(instance.method\)"):
+
+        class Decorated:
+            @tool
+            def lookup(self, q: str) -> str:
+                return q
+
+    class Docket:
+        def __init__(self, prefix: str) -> None:
+            self.prefix = prefix
+
+        def lookup(self, q: str) -> str:
+            """Looks up."""
+            return self.prefix + q
+
+    bound = Tool.create(Docket("D-").lookup)
+    assert list(bound.input_schema["properties"]) == ["q"]
+    assert (await bound.invoke({"q": "1"})).parts == [TextPart(text="D-1")]

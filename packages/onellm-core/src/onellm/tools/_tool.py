@@ -349,6 +349,11 @@ class Tool(Generic[P, R]):
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 raise TypeError(f"{where}: *{param.name} and **{param.name} parameters have no schema")
             if param.annotation is param.empty:
+                if param.name in ("self", "cls") and not props and context_param is None:
+                    raise TypeError(
+                        f"{where}: @tool takes functions, not methods in a class body; "
+                        "make a tool of the bound method instead: Tool.create(instance.method)"
+                    )
                 raise TypeError(f"{where}: parameter {param.name!r} needs a type annotation")
             if _is_context_annotation(param.annotation):
                 if context_param is not None:
