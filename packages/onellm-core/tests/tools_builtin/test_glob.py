@@ -171,3 +171,9 @@ def test_hostile_globs_stay_fast_over_many_names() -> None:
     started = time.perf_counter()
     assert not any(glob.matches(n) for n in names)
     assert time.perf_counter() - started < 2
+
+
+def test_gitignore_keeps_at_most_max_rules() -> None:
+    text = "".join(f"f{i}\n" for i in range(50))
+    assert len(parse_gitignore(text, max_rules=10)) == 10
+    assert len(parse_gitignore(text)) == 50

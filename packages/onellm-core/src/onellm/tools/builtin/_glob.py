@@ -231,10 +231,16 @@ class IgnoreRule:
     line: int
 
 
-def parse_gitignore(text: str) -> list[IgnoreRule]:
-    """Parse `.gitignore` text into rules; lines that cannot be compiled are skipped, as git skips them."""
+def parse_gitignore(text: str, *, max_rules: int = 1000) -> list[IgnoreRule]:
+    """Parse `.gitignore` text into rules; lines that cannot be compiled are skipped, as git skips them.
+
+    Only the first `max_rules` rules are kept: every listed path is checked against every rule, so a file with
+    thousands of lines (a tool could write one) would otherwise make a listing crawl.
+    """
     rules: list[IgnoreRule] = []
     for number, raw in enumerate(text.split("\n"), start=1):
+        if len(rules) >= max_rules:
+            break
         line = raw[:-1] if raw.endswith("\r") else raw
         if not line or line.startswith("#"):
             continue

@@ -2,7 +2,7 @@
 
 Entries come in name order, a directory before what it holds. Symbolic links are reported as links and never
 followed into (their target may lie outside the roots, and following them could loop). `.git` directories are left
-out, `.gitignore` files are honoured from the starting directory down, exclusion globs prune whole directories, and any
+out, `.gitignore` files are honoured from the starting directory down (the first 64 KB and 1,000 rules of each), exclusion globs prune whole directories, and any
 entry the read grant refuses (the runtime's own state, protected paths) is left out as if it did not exist.
 """
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Entry", "walk"]
 
-_GITIGNORE_LIMIT = 256 * 1024
+_GITIGNORE_LIMIT = 64 * 1024
 _MAX_DEPTH = 200
 
 
