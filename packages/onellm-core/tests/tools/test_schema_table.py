@@ -258,6 +258,11 @@ TABLE: list[tuple[str, Any, dict[str, Any]]] = [
         {"type": "string", "description": "Paint", "enum": ["RED", "GREEN", "BLUE"]},
     ),
     ("unknown metadata ignored", Annotated[int, "just a note"], {"type": "integer"}),
+    (
+        "nested nullable annotations keep every constraint",
+        Annotated[Annotated[int, msgspec.Meta(ge=1)] | None, msgspec.Meta(le=9, description="d")] | None,
+        {"type": ["integer", "null"], "description": "d", "minimum": 1, "maximum": 9},
+    ),
 ]
 
 

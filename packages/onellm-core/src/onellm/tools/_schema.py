@@ -527,10 +527,9 @@ class _Compiler:
         c = _Constraints()
         core = _unwrap_annotated(tp, c, where)
         nullable = False
-        origin = get_origin(core)
-        if origin is typing.Union or origin is types.UnionType:
+        while get_origin(core) in (typing.Union, types.UnionType):
             members = [a for a in get_args(core) if a is not type(None)]
-            nullable = len(members) != len(get_args(core))
+            nullable = nullable or len(members) != len(get_args(core))
             if len(members) != 1:
                 shown = " | ".join(_type_name(a) for a in get_args(core))
                 raise TypeError(
@@ -538,8 +537,6 @@ class _Compiler:
                     "(use a Literal or an Enum for a choice of values)"
                 )
             core = _unwrap_annotated(members[0], c, where)
-            if get_origin(core) in (typing.Union, types.UnionType):
-                return self._nullable(self.compile(core, where), description=c.description)
         if core is type(None):
             raise TypeError(f"{where}: None alone has no schema")
         if get_origin(core) is Literal and None in get_args(core):
@@ -552,16 +549,13 @@ class _Compiler:
         return self._nullable(node) if nullable else node
 
     @staticmethod
-    def _nullable(node: JsonType, description: str | None = None) -> JsonType:
+    def _nullable(node: JsonType) -> JsonType:
         inner = node.converter
 
         def convert(value: Any) -> Any:
             return None if value is None else inner(value)
 
-        schema = _with_null(node.schema)
-        if description is not None:
-            schema = with_keywords(schema, description=description)
-        return JsonType(schema, convert, hashable=node.hashable)
+        return JsonType(_with_null(node.schema), convert, hashable=node.hashable)
 
     def _core(self, tp: Any, c: _Constraints, where: str) -> JsonType:
         origin = get_origin(tp)
