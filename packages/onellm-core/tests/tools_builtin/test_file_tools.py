@@ -49,6 +49,9 @@ async def test_read_file_cuts_long_files_at_a_line(make_runner: Callable[..., An
     assert text.endswith("[big.txt: showing lines 1-5 of 100; read on with start_line=6]")
     again = ok(await run("read_file", {"path": "big.txt", "start_line": 6}))
     assert again.startswith("line 005\n")
+    (root / "wide.txt").write_text("x" * 120 + "\nsecond\n")
+    wide = ok(await run("read_file", {"path": "wide.txt"}))
+    assert wide == "x" * 50 + "\n[wide.txt: line 1 of 2 is cut after 50 characters; read on with start_line=2]"
 
 
 async def test_read_file_refuses_a_file_above_the_byte_limit(make_runner: Callable[..., Any], root: Path) -> None:

@@ -111,6 +111,12 @@ def file_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
         shown = _cut_at_line(body, options.read_limit_chars)
         if len(shown) < len(body):
             upto = first + _count_lines(shown) - 1
+            if not shown.endswith("\n"):
+                # One line longer than the limit: it is cut, and the next call starts after it.
+                return (
+                    f"{shown}\n[{label}: line {upto} of {total} is cut after {len(shown)} characters; "
+                    f"read on with start_line={upto + 1}]"
+                )
             return f"{shown}\n[{label}: showing lines {first}-{upto} of {total}; read on with start_line={upto + 1}]"
         if first != 1 or last != total:
             return f"{shown}\n[{label}: lines {first}-{last} of {total}]"
