@@ -131,8 +131,10 @@ class Recorder:
 
     def check_last(self, *, streamed: bool) -> list[str]:
         """Differences between the last request and `expectedRequest` (rewritten instead when updating)."""
-        request = self.requests[-1]
         expected = self.case["expectedRequest"]
+        if expected is None:  # refused before anything was sent
+            return [f"{len(self.requests)} request(s) sent"] if self.requests else []
+        request = self.requests[-1]
         body = decode(request.content)
         if streamed:
             body.pop("stream", None)
@@ -159,7 +161,7 @@ class Recorder:
 
 def whole_responses(case: dict[str, Any]) -> Callable[[], httpx.Response]:
     """The answers to give, in order: `responses` (a list, for retries) or the one `response`."""
-    recorded = list(case.get("responses") or [case["response"]])
+    recorded = list(case.get("responses") or ([case["response"]] if "response" in case else []))
     answers = iter(recorded)
     return lambda: as_response(next(answers))
 

@@ -1,4 +1,5 @@
-"""`OpenAICompatibleProvider`: Chat Completions to any base URL, with the server's quirks from the catalog."""
+"""`OpenAIProvider` (Responses by default, Chat Completions on request) and `OpenAICompatibleProvider` (Chat
+Completions to any base URL, with the server's quirks from the catalog)."""
 
 from __future__ import annotations
 
@@ -25,8 +26,9 @@ from onellm.providers.openai._chat import (
     encode_chat_request,
     response_from,
 )
+from onellm.providers.openai._responses import ResponsesStreamDecoder, decode_response, encode_responses_request
 
-__all__ = ["OpenAICompatibleProvider", "collect"]
+__all__ = ["OpenAICompatibleProvider", "OpenAIProvider", "collect"]
 
 _ENCODER = msgspec.json.Encoder(decimal_format="number")
 
@@ -158,3 +160,69 @@ class OpenAICompatibleProvider:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+class OpenAIProvider(OpenAICompatibleProvider):
+    """The OpenAI API. Speaks Responses by default (`api="chat"` for Chat Completions). The key comes from the
+    argument or `OPENAI_API_KEY`; the base URL from the argument, the catalog, or `OPENAI_BASE_URL`."""
+
+    def __init__(
+        self,
+        *,
+        api_key: Secret | str | None = None,
+        base_url: str | None = None,
+        api: str = "responses",
+        store: bool = False,
+        properties: Mapping[str, Any] | None = None,
+        name: str = "openai",
+        **options: Any,
+    ) -> None:
+        import os
+
+        from onellm.providers._http import base_url as pick_base_url
+
+        if api not in ("responses", "chat"):
+            raise ValueError(f"api must be 'responses' or 'chat', not {api!r}")
+        if api_key is None:
+            env = os.environ.get("OPENAI_API_KEY")
+            api_key = Secret(env) if env else None
+        super().__init__(
+            base_url=pick_base_url("https://api.openai.com/v1", variable="OPENAI_BASE_URL", configured=base_url),
+            api_key=api_key,
+            name=name,
+            properties=properties,
+            first_party=True,
+            **options,
+        )
+        self.api = api
+        self.store = store
+        self._properties = dict(properties or {})
+
+    async def send(self, request: ChatRequest) -> ChatResponse:
+        if self.api == "chat":
+            return await super().send(request)
+        body = encode_responses_request(request, store=self.store, properties=self._properties)
+        response = await self._transport.send(self._call("/responses", body))
+        return decode_response(response.content, warnings=request.warnings)
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        if self.api == "chat":
+            async for piece in super().stream(request):
+                yield piece
+            return
+        body = encode_responses_request(request, stream=True, store=self.store, properties=self._properties)
+        call = self._call("/responses", body, stream=True)
+        decoder = ResponsesStreamDecoder()
+        sse = SseDecoder(provider=self.name)
+        async with self._transport.stream(call) as response:
+            async for chunk in self._transport.aiter_bytes(call, response):
+                for event in sse.feed(chunk):
+                    for item in decoder.feed(event.data):
+                        yield item
+                    if decoder.finished:
+                        return
+            for event in sse.close():
+                for item in decoder.feed(event.data):
+                    yield item
+        if not decoder.finished:
+            raise MalformedResponseError("the stream ended before the response completed", provider=self.name)

@@ -1,4 +1,5 @@
-"""Replays `testdata/providers/openai-chat/*` and `compatible/*` through `OpenAICompatibleProvider`."""
+"""Replays `testdata/providers/openai-chat/*`, `openai-responses/*` and `compatible/*` through `OpenAIProvider` and
+`OpenAICompatibleProvider`."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import onellm.errors
 from onellm.clock import FakeClock
 from onellm.providers._request import ChatResponse
 from onellm.providers._sse import iter_sse
-from onellm.providers.openai import OpenAICompatibleProvider, collect
+from onellm.providers.openai import OpenAICompatibleProvider, OpenAIProvider, collect
 
 from ._fixtures import (
     KEY,
@@ -34,11 +35,20 @@ from ._fixtures import (
     PROVIDERS as PROVIDERS_DIR,
 )
 
-CASES = cases("openai-chat", "compatible")
+CASES = cases("openai-chat", "openai-responses", "compatible")
 
 
 def provider_for(case: dict[str, Any], handler: Recorder, clock: FakeClock | None = None) -> OpenAICompatibleProvider:
     spec = case["provider"]
+    if "api" in spec:
+        return OpenAIProvider(
+            base_url=spec["baseUrl"],
+            api_key=KEY,
+            api=spec["api"],
+            properties=spec.get("properties", {}),
+            http_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)),
+            clock=clock or FakeClock(),
+        )
     return OpenAICompatibleProvider(
         base_url=spec["baseUrl"],
         api_key=None if spec.get("noKey") else KEY,
