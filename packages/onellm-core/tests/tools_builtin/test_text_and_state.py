@@ -121,3 +121,22 @@ def test_every_builtin_tool_has_a_full_description_and_grants() -> None:
         "inclusionPatterns",
         "exclusionPatterns",
     ]
+
+
+def test_references_to_builtin_tools_check_their_grants(tmp_path: Path) -> None:
+    from onellm.capabilities import Capabilities
+    from onellm.errors import BadDefinitionError
+    from onellm.tools import ToolReferenceResolver
+    from onellm.tools.builtin import builtin_tools
+
+    tools = builtin_tools()
+    files_only = ToolReferenceResolver(tools, Capabilities.read_only_files(tmp_path))
+    resolved = files_only.resolve([{"tools": ["read_file", "list_files", "search_files_regex", "ask_user"]}])
+    assert sorted(t.name for t in resolved.tools) == ["ask_user", "list_files", "read_file", "search_files_regex"]
+    for name, grant in (("write_file", "writable file grant"), ("execute_terminal_command", "shell grant")):
+        with pytest.raises(BadDefinitionError, match=grant):
+            files_only.resolve([{"tools": [name]}], file="agents/a.yaml")
+    with pytest.raises(BadDefinitionError, match="network grant"):
+        ToolReferenceResolver(tools, Capabilities.files(tmp_path)).resolve([{"tools": ["search_web"]}])
+    everything = Capabilities.files(tmp_path) + Capabilities.shell_commands("echo") + Capabilities.network("a.example")
+    assert len(ToolReferenceResolver(tools, everything).resolve([{"tools": [t.name for t in tools]}]).tools) == 12
