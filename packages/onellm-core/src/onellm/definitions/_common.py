@@ -240,6 +240,12 @@ class Persisted:
         self._path = path
         self._snapshot = self.to_data() if doc is not None else None
 
+    def position(self, path: Sequence[Step]) -> tuple[int, int] | None:
+        """1-based (line, column) of the node at `path` (keys and list indexes) in the loaded text, if loaded."""
+        if self._doc is None:
+            return None
+        return self._doc.position(tuple(path))
+
     def dumps(self) -> str:
         """The file text: the loaded text unchanged when nothing changed, otherwise written again from the values."""
         data = self.to_data()
