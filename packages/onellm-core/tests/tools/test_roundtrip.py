@@ -100,3 +100,37 @@ def test_schema_for_the_property_type_is_closed_everywhere() -> None:
         "blob",
         "total",
     ]
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(max_size=8)
+    | st.sampled_from(["h", "s", "HAPPY", "low", "P1D", "2026-01-02", "aGk=", "12345678-1234-5678-1234-567812345678"]),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(["orderId", "lines", "sku", "qty", "price", "mood", "x", "labels", "meta"])
+            | st.text(max_size=4),
+            children,
+            max_size=5,
+        )
+    ),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(json_values)
+def test_any_json_value_converts_or_is_refused_with_an_argument_error(value: Any) -> None:
+    from onellm.tools import ArgumentError
+
+    for tp in (Order, list[Line], dict[str, set[int]]):
+        messages: list[str] = []
+        try:
+            compile_type(tp).convert(value)
+        except ArgumentError as exc:
+            messages.append(exc.message())
+        assert all(m.startswith("Argument") and m.endswith(".") for m in messages)
