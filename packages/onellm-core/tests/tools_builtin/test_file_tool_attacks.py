@@ -103,3 +103,25 @@ async def test_protected_names_refuse_writes_but_allow_reads(run: Any, root: Pat
     assert (root / ".git" / "config").read_text() == "[core]\n"
     patch = "--- a/.git/config\n+++ b/.git/config\n@@ -1 +1 @@\n-[core]\n+[core] hooksPath=/tmp\n"
     assert "CapabilityDeniedError" in (await run("apply_patch", {"patch": patch})).text
+
+
+async def test_a_patch_cannot_plant_a_git_directory_in_one_step(run: Any, root: Path) -> None:
+    patch = "".join(
+        f"--- /dev/null\n+++ b/repo/{name}\n@@ -0,0 +1 @@\n+{text}\n"
+        for name, text in (
+            ("HEAD", "ref: refs/heads/main"),
+            ("objects/info/packs", ""),
+            ("refs/heads/main", "0" * 40),
+            ("config", "[core]\n+\tfsmonitor = touch /tmp/owned"),
+        )
+    )
+    result = await run("apply_patch", {"patch": patch})
+    assert "CapabilityDeniedError" in result.text
+    assert "git directory" in result.text
+    assert not (root / "repo").exists()
+    # Two of the three markers are fine: nothing makes it a repository.
+    two = "".join(f"--- /dev/null\n+++ b/app/{name}\n@@ -0,0 +1 @@\n+x\n" for name in ("HEAD", "refs/a", "config"))
+    assert not (await run("apply_patch", {"patch": two})).is_error
+    # The third arriving later is refused by the grant itself.
+    third = "--- /dev/null\n+++ b/app/objects/x\n@@ -0,0 +1 @@\n+x\n"
+    assert "CapabilityDeniedError" in (await run("apply_patch", {"patch": third})).text
