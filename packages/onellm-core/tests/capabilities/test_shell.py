@@ -460,3 +460,26 @@ async def test_loop_approval_holds_until_approved(fake_bin: Path, tmp_path: Path
     assert info.value.rule == "approval-required"
     result = await caps.run_command("echo hi", working_directory=tmp_path, approved=True)
     assert result.stdout == "hi\n"
+
+
+# Every line the splitter accepts must split exactly as a POSIX shell's quoting would (checked against `shlex`), and no
+# accepted word may carry a character the splitter refuses unquoted unless the line quoted or escaped it.
+@pytest.mark.parametrize("seed", range(3))
+def test_splitter_agrees_with_posix_quoting(seed: int) -> None:
+    import random
+    import shlex
+
+    from onellm.capabilities._shell import ShellSyntaxError, split_command_line
+
+    alphabet = "ab -'\"\\;|&$`*?[]{}()<>~#!=\t%^:/.\n"
+    rng = random.Random(seed)
+    accepted = 0
+    for _ in range(3000):
+        line = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 14)))
+        try:
+            words = split_command_line(line)
+        except ShellSyntaxError:
+            continue
+        accepted += 1
+        assert words == shlex.split(line, posix=True), line
+    assert accepted > 50

@@ -55,7 +55,6 @@ from onellm.errors import BadDefinitionError, CapabilityDeniedError
 
 __all__ = ["Capabilities", "PreparedCommand", "ShellGrant"]
 
-_MARKER_KEYS = frozenset(name_key(m) for m in GIT_DIR_MARKERS)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
@@ -428,15 +427,19 @@ class Capabilities:
         current = resolved
         child: str | None = None
         while True:
-            present = {m for m in GIT_DIR_MARKERS if os.path.lexists(os.path.join(current, m))}
-            if child is not None and name_key(child) in _MARKER_KEYS:
-                present.add(next(m for m in GIT_DIR_MARKERS if name_key(m) == name_key(child)))
-            if len(present) == len(GIT_DIR_MARKERS) and child is not None:
-                raise _deny(
-                    f"Path {text!r} ({resolved}) is in a git directory ({current}); tools may not write there.",
-                    text,
-                    "git-directory",
+            if child is not None:
+                child_key = name_key(child)
+                # Short-circuits on the first missing marker, so most directories cost one lookup.
+                complete = all(
+                    child_key == name_key(marker) or os.path.lexists(os.path.join(current, marker))
+                    for marker in GIT_DIR_MARKERS
                 )
+                if complete:
+                    raise _deny(
+                        f"Path {text!r} ({resolved}) is in a git directory ({current}); tools may not write there.",
+                        text,
+                        "git-directory",
+                    )
             parent, name = os.path.split(current)
             if not name or parent == current:
                 break

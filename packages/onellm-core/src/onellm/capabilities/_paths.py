@@ -58,6 +58,8 @@ def current_flavor() -> Flavor:
 
 def fold(text: str) -> str:
     """Case-insensitive comparison key: Unicode case folding plus the dotless i, long s and Kelvin sign."""
+    if text.isascii():
+        return text.lower()
     return unicodedata.normalize("NFC", text).casefold().translate(_EXTRA_FOLDS)
 
 
