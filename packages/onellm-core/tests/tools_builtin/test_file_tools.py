@@ -440,3 +440,10 @@ async def test_search_stops_when_the_pattern_needs_too_much_work(make_runner: Ca
     first = text.splitlines()[0]
     assert first.startswith("0 matching lines in 0 files (1 files searched); stopped in a.txt at line 2:")
     assert "simplify it" in first
+
+
+async def test_a_huge_gitignore_is_read_up_to_its_limit(run: Any, root: Path) -> None:
+    (root / ".gitignore").write_text("*.log\n" + "# padding\n" * 10_000 + "*.tmp\n")
+    (root / "a.log").write_text("x")
+    (root / "b.tmp").write_text("x")
+    assert ok(await run("list_files", {})).splitlines() == [".gitignore", "b.tmp"]

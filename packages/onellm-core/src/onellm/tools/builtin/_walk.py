@@ -2,8 +2,9 @@
 
 Entries come in name order, a directory before what it holds. Symbolic links are reported as links and never
 followed into (their target may lie outside the roots, and following them could loop). `.git` directories are left
-out, `.gitignore` files are honoured from the starting directory down (the first 64 KB and 1,000 rules of each), exclusion globs prune whole directories, and any
-entry the read grant refuses (the runtime's own state, protected paths) is left out as if it did not exist.
+out, `.gitignore` files are honoured from the starting directory down (the first 64 KB and 1,000 rules of each),
+exclusion globs prune whole directories, and any entry the read grant refuses (the runtime's own state, protected
+paths) is left out as if it did not exist.
 """
 
 from __future__ import annotations
@@ -41,13 +42,15 @@ def _read_gitignore(caps: Capabilities, directory: Path) -> str:
         st = os.lstat(candidate)
     except OSError:
         return ""
-    if not stat.S_ISREG(st.st_mode) or st.st_size > _GITIGNORE_LIMIT:
+    if not stat.S_ISREG(st.st_mode):
         return ""
     try:
         with caps.open_read(str(candidate)) as fh:
             data: bytes = fh.read(_GITIGNORE_LIMIT)
     except (CapabilityDeniedError, OSError):
         return ""
+    if st.st_size > _GITIGNORE_LIMIT:
+        data = data[: data.rfind(b"\n") + 1]  # a line cut at the limit is not a rule
     return data.decode("utf-8", "replace")
 
 
