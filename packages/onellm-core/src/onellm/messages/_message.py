@@ -242,14 +242,12 @@ class MessageSource(Model, kw_only=True):
         return out
 
 
+_HOMES: dict[type, str] = {TextPart: "a", AssetPart: "a", FromPart: "a", ReasoningPart: "r"}
+
+
 def _home(part: Part) -> str:
     """The disk list a part of the assistant sequence goes to by default: `r`, `a` or `x` (extraParts)."""
-    t = type(part)
-    if t is TextPart or t is AssetPart or t is FromPart:
-        return "a"
-    if t is ReasoningPart:
-        return "r"
-    return "x"
+    return _HOMES.get(type(part), "x")
 
 
 class Message(Model, kw_only=True):
@@ -377,14 +375,15 @@ class Message(Model, kw_only=True):
                 extra[key] = value
         msg.extra = extra
         msg.tool_calls = calls
-        a_list = _parts(a_raw, path + ".assistant")
-        if r_raw is None:
-            r_list: list[Part] = []
+        a_list = [] if a_raw is None else read_list(part_from_data, a_raw, path + ".assistant")
+        r_list = [] if r_raw is None else read_list(reasoning_entry_from_data, r_raw, path + ".reasoning")
+        x_list = [] if x_raw is None else read_list(part_from_data, x_raw, path + ".extraParts")
+        if order is None and not r_list and not x_list and not calls:
+            msg.assistant = a_list
+            if a_list and any(_HOMES.get(type(p)) != "a" for p in a_list):
+                msg.__dict__["_placement"] = tuple(f"a{i}" for i in range(len(a_list)))
         else:
-            rpath = path + ".reasoning"
-            r_list = read_list(reasoning_entry_from_data, r_raw, rpath)
-        x_list = _parts(x_raw, path + ".extraParts")
-        _assemble(msg, a_list, r_list, x_list, calls, order)
+            _assemble(msg, a_list, r_list, x_list, calls, order)
         set_layout(msg, tuple(d))
         return msg
 
@@ -480,18 +479,22 @@ def _assemble(
         msg.assistant = a_list
     else:
         msg.assistant = r_list + a_list + x_list
+    homes = _HOMES
     natural = True
-    for letter, items in (("r", r_list), ("a", a_list), ("x", x_list)):
-        for part in items:
-            if _home(part) != letter:
-                natural = False
-                break
+    for part in r_list:
+        if type(part) is not ReasoningPart:
+            natural = False
+    for part in a_list:
+        if homes.get(type(part)) != "a":
+            natural = False
+    for part in x_list:
+        if type(part) in homes:
+            natural = False
     if not natural:
         msg.__dict__["_placement"] = tuple(
             f"{letter}{i}" for letter, items in (("r", r_list), ("a", a_list), ("x", x_list)) for i in range(len(items))
         )
-    for call in calls:
-        call.after = None
+    # Freshly read tool calls have no `after`: they sit at the end.
 
 
 def _follow_index(
