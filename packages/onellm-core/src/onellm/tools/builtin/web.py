@@ -162,6 +162,8 @@ def web_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
             data = await _brave_search(ctx, options, key, query, count)
         except CapabilityDeniedError:
             raise
+        except WebError as exc:
+            raise WebError(key.redact(str(exc))) from None
         except Exception as exc:
             raise WebError(key.redact(f"Brave Search failed: {type(exc).__name__}: {exc}")) from None
         return _render_results(query, data, count)
