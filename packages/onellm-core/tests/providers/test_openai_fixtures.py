@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import onellm.errors
 from onellm.clock import FakeClock
+from onellm.providers._protocols import EmbeddingRequest
 from onellm.providers._request import ChatResponse
 from onellm.providers._sse import iter_sse
 from onellm.providers.openai import OpenAICompatibleProvider, OpenAIProvider, collect
@@ -183,3 +184,18 @@ def test_the_key_appears_in_no_error_text() -> None:
         anyio.run(go)
     for text in (str(caught.value), repr(caught.value), caught.value.body or "", repr(caught.value.args)):
         assert KEY not in text
+
+
+@pytest.mark.parametrize("path", cases("openai-embeddings"), ids=case_id)
+def test_embeddings_fixture(path: Path) -> None:
+    case = load(path)
+    recorder = Recorder(case, whole_responses(case))
+    provider = provider_for(case, recorder)
+    request = EmbeddingRequest(
+        model=case["request"]["model"], inputs=case["request"]["inputs"], dimensions=case["request"].get("dimensions")
+    )
+    result = anyio.run(provider.embed, request)
+    assert recorder.check_last(streamed=False) == []
+    assert result.vectors == [[float(x) for x in v] for v in case["expected"]["vectors"]]
+    assert result.usage is not None
+    assert result.usage.to_data() == case["expected"]["usage"]

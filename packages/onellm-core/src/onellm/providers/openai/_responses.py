@@ -217,50 +217,37 @@ def _user_content(parts: list[Part]) -> str | list[dict[str, Any]]:
 
 
 def _assistant_items(message: Message, custom: set[str], items: list[dict[str, Any]]) -> None:
-    texts: list[dict[str, Any]] = []
-
-    def flush() -> None:
-        if texts:
-            items.append({"type": "message", "role": "assistant", "content": list(texts)})
-            texts.clear()
-
+    """The assistant side of a turn as input items, in the turn's order: text and refusals as assistant messages,
+    OpenAI's own reasoning and hosted items verbatim, tool calls each followed by its output."""
     for entry in message.entries():
         if isinstance(entry, ToolCall):
-            flush()
-            arguments = entry.invalid_inputs if entry.invalid_inputs is not None else json_text(entry.inputs)
-            if entry.tool in custom:
-                text = entry.inputs.get("input") if isinstance(entry.inputs.get("input"), str) else arguments
-                items.append({"type": "custom_tool_call", "call_id": entry.id or "", "name": entry.tool, "input": text})
-                if entry.result is not None:
-                    items.append(
-                        {
-                            "type": "custom_tool_call_output",
-                            "call_id": entry.id or "",
-                            "output": result_text(entry.result),
-                        }
-                    )
-            else:
-                items.append(
-                    {"type": "function_call", "call_id": entry.id or "", "name": entry.tool, "arguments": arguments}
-                )
-                if entry.result is not None:
-                    items.append(
-                        {"type": "function_call_output", "call_id": entry.id or "", "output": result_text(entry.result)}
-                    )
+            _call_items(entry, custom, items)
         elif isinstance(entry, TextPart):
-            texts.append({"type": "output_text", "text": entry.text})
+            items.append({"role": "assistant", "content": entry.text})
         elif isinstance(entry, RefusalPart):
-            texts.append({"type": "refusal", "refusal": entry.refusal})
+            items.append({"role": "assistant", "content": entry.refusal})
         elif isinstance(entry, ReasoningPart | HostedToolCallPart):
             if entry.provider == PROVIDER and isinstance(entry.data, dict) and "type" in entry.data:
-                flush()
                 items.append(dict(entry.data))  # replayed verbatim, to OpenAI only
         elif isinstance(entry, ProviderPart):
             raw = entry.raw
             if isinstance(raw, dict) and raw.get("type") == entry.type:
-                flush()
                 items.append(dict(raw))
-    flush()
+
+
+def _call_items(call: ToolCall, custom: set[str], items: list[dict[str, Any]]) -> None:
+    arguments = call.invalid_inputs if call.invalid_inputs is not None else json_text(call.inputs)
+    call_id = call.id or ""
+    if call.tool in custom:
+        given = call.inputs.get("input")
+        text = given if isinstance(given, str) else arguments
+        items.append({"type": "custom_tool_call", "call_id": call_id, "name": call.tool, "input": text})
+        if call.result is not None:
+            items.append({"type": "custom_tool_call_output", "call_id": call_id, "output": result_text(call.result)})
+        return
+    items.append({"type": "function_call", "call_id": call_id, "name": call.tool, "arguments": arguments})
+    if call.result is not None:
+        items.append({"type": "function_call_output", "call_id": call_id, "output": result_text(call.result)})
 
 
 # -- answers -------------------------------------------------------------------------------------------------------

@@ -1,0 +1,54 @@
+"""Every request body in the OpenAI fixtures validates against the OpenAPI document's request schema."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from ._fixtures import PROVIDERS, case_id, cases, load
+
+SCHEMAS = json.loads((PROVIDERS / "openai" / "openapi-request-schemas.json").read_text(encoding="utf-8"))
+ROOT_FOR_PATH = {
+    "/v1/chat/completions": "CreateChatCompletionRequest",
+    "/v1/responses": "CreateResponse",
+    "/v1/embeddings": "CreateEmbeddingRequest",
+}
+
+
+def validator(root: str) -> Draft202012Validator:
+    document = {"$ref": f"#/components/schemas/{root}", "components": SCHEMAS["components"]}
+    return Draft202012Validator(document)
+
+
+VALIDATORS = {path: validator(root) for path, root in ROOT_FOR_PATH.items()}
+FIRST_PARTY = [
+    p for p in cases("openai-chat", "openai-responses", "openai-embeddings") if load(p)["expectedRequest"] is not None
+]
+
+
+def errors_for(path: str, body: Any) -> list[str]:
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in VALIDATORS[path].iter_errors(body)]
+
+
+@pytest.mark.parametrize("path", FIRST_PARTY, ids=case_id)
+def test_request_body_follows_the_openapi_schema(path: Path) -> None:
+    request = load(path)["expectedRequest"]
+    assert errors_for(request["path"], request["body"]) == []
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}]}),
+        ("/v1/chat/completions", {"model": "m", "messages": [{"role": "wizard", "content": "hi"}]}),
+        ("/v1/responses", {"model": "m", "input": "hi", "store": "no"}),
+        ("/v1/responses", {"model": "m", "input": [{"role": "assistant", "content": 7}]}),
+        ("/v1/embeddings", {"model": "m"}),
+    ],
+)
+def test_the_schema_check_catches_bad_bodies(path: str, body: dict[str, Any]) -> None:
+    assert errors_for(path, body) != []
