@@ -66,6 +66,7 @@ _INT_RE = re.compile(r"[-+]?0b[0-1_]+|[-+]?0o?[0-7_]+|[-+]?[0-9_]+|[-+]?0x[0-9a-
 _NUMBER_START = frozenset("-+0123456789.")
 
 _MERGE = object()  # the `<<` key
+_RESOLVE_FIRST = frozenset("~nNtTfF<-+0123456789.")
 
 
 class _Undefined:
@@ -262,8 +263,15 @@ def walk_events(events: Iterable[Any], *, file: str | None, build: bool) -> Any:
     for event in events:
         name = type(event).__name__
         if name == "ScalarEvent":
-            value = _scalar_value(event, file)
-            weight = 1 + len(event.value) // 64
+            raw: str = event.value
+            if event.tag is None and (event.style is None or event.style == ""):
+                # A plain scalar: only text starting like null, a boolean, a number or `<<` needs resolving.
+                value = resolve_plain(raw, file, event.start_mark) if not raw or raw[0] in _RESOLVE_FIRST else raw
+            elif event.tag is None:
+                value = raw
+            else:
+                value = _scalar_value(event, file)
+            weight = 1 + len(raw) // 64
             if event.anchor is not None:
                 anchors[event.anchor] = (value, weight, True)
             attach(value, weight, event.start_mark, True)
