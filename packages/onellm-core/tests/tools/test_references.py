@@ -208,3 +208,35 @@ def test_registry_refuses_duplicate_names() -> None:
     assert reg["get_docket"] is not get_docket
     with pytest.raises(ValueError, match="no tool named 'x'"):
         reg.add_group("g", ["x"])
+
+
+def test_check_gives_the_reason_for_one_reference(tmp_path: Path) -> None:
+    resolver = ToolReferenceResolver(registry(), read_only(tmp_path), strict=False)
+    assert resolver.check({"tools": ["read_file"]}) is None
+    reason = resolver.check({"routine": "builtin:files"})
+    assert reason is not None
+    assert "write_file not granted" in reason
+    assert "a writable file grant" in reason
+    assert resolver.check({"routine": "missing", "required": False}) is None
+
+
+def test_reference_objects_are_read_like_mappings(tmp_path: Path) -> None:
+    class Ref:
+        def __init__(self, routine: str, tools: list[str] | None = None) -> None:
+            self.routine = routine
+            self.swarm = None
+            self.tools = tools
+            self.required = None
+
+    class WithData:
+        def to_data(self) -> dict[str, Any]:
+            return {"swarm": "os-tools"}
+
+    resolver = ToolReferenceResolver(registry(), read_only(tmp_path) + Capabilities.shell())
+    assert resolver.check(Ref("os-tools", ["read_file"])) is None
+    assert resolver.resolve([Ref("/x/get-docket"), WithData()]).names == [
+        "get_docket",
+        "read_file",
+        "execute_terminal_command",
+    ]
+    assert "needs a network grant" in (resolver.check(Ref("/x/http-request")) or "")

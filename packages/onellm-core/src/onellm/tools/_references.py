@@ -147,6 +147,22 @@ class ResolvedReferences:
         return [t.name for t in self.tools]
 
 
+def _as_mapping(reference: Any) -> Any:
+    if isinstance(reference, Mapping):
+        return reference
+    to_data = getattr(reference, "to_data", None)
+    if callable(to_data):
+        return to_data()
+    if any(hasattr(reference, k) for k in ("routine", "swarm", "tools")):
+        out: dict[str, Any] = {}
+        for key in ("routine", "swarm", "tools", "required"):
+            value = getattr(reference, key, None)
+            if value is not None:
+                out[key] = value
+        return out
+    return reference
+
+
 def _granted_by(capabilities: Any) -> Callable[[str], bool]:
     if capabilities is None:
         return lambda kind: False
@@ -213,8 +229,24 @@ class ToolReferenceResolver:
         Raises:
             BadDefinitionError: In strict mode, for an unknown or ungranted reference or a malformed entry.
         """
-        run = _Run(self, references or [], file, position, path)
+        run = _Run(self, references or [], file, position, path, strict=self.strict)
         return run.resolve()
+
+    def check(self, reference: Any) -> str | None:
+        """Why one reference cannot be used (unknown, or not granted), or None when it can.
+
+        Takes a mapping as written in the definition, or an object with `routine`, `swarm`, `tools` and `required`
+        attributes (or a `to_data()` method). This is the per-entry check a definition loader calls; it places the
+        reason at the entry and applies its own strict or lenient rule. A reference with `required: false` is never
+        refused here: it is dropped with a warning when the tools are resolved.
+        """
+        entry = _as_mapping(reference)
+        run = _Run(self, [entry], None, None, ("references",), strict=True)
+        try:
+            run._entry(0, entry)
+        except BadDefinitionError as exc:
+            return exc.detail
+        return None
 
 
 class _Run:
@@ -225,8 +257,11 @@ class _Run:
         file: str | None,
         position: Position | None,
         base: tuple[str | int, ...],
+        *,
+        strict: bool,
     ) -> None:
         self.r = resolver
+        self.strict = strict
         self.references = references
         self.file = file
         self.position = position
@@ -270,7 +305,7 @@ class _Run:
         return out
 
     def _refuse(self, index: int, steps: tuple[str | int, ...], message: str, *, optional: bool) -> None:
-        if self.r.strict and not optional:
+        if self.strict and not optional:
             line, column = self._where(steps)
             raise BadDefinitionError(message, file=self.file, line=line, column=column, path=self._dotted(steps))
         self._warn(steps, message + "; the reference was dropped")
@@ -308,7 +343,7 @@ class _Run:
                 "references must be a list of mappings", file=self.file, line=line, column=column, path="references"
             )
         for index, entry in enumerate(self.references):
-            self._entry(index, entry)
+            self._entry(index, _as_mapping(entry))
         return ResolvedReferences(list(self.tools.values()), self.warnings, self.dropped)
 
     def _entry(self, index: int, entry: Any) -> None:
@@ -408,7 +443,7 @@ class _Run:
         first, missing = ungranted[0]
         names = ", ".join(t.name for t, _ in ungranted)
         message = f"source {source!r} is not granted as a whole: {names} not granted; {self._ungranted(first, missing)}"
-        if self.r.strict and not optional:
+        if self.strict and not optional:
             line, column = self._where(steps)
             raise BadDefinitionError(message, file=self.file, line=line, column=column, path=self._dotted(steps))
         self._warn(steps, message + f"; the source {source!r} was left out and its granted tools taken one by one")
