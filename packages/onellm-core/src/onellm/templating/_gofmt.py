@@ -717,7 +717,7 @@ class _Printer:
             self._print_float(float(v), verb)
         else:
             if verb in "vs":
-                self.fmt_s(str(v))
+                self.fmt_s(_other_text(v))
             else:
                 self.bad_verb(verb)
 
@@ -910,6 +910,16 @@ class _Printer:
                 self.buf.append(go_type(arg) + "=")
                 self.print_arg(arg, "v")
         self.buf.append(")")
+
+
+def _other_text(v: Any) -> str:
+    from datetime import datetime
+
+    if isinstance(v, datetime):
+        from onellm.templating._time import go_time_text
+
+        return go_time_text(v)
+    return str(v)
 
 
 def _parse_arg_number(fmt: str) -> tuple[int, int, bool]:
