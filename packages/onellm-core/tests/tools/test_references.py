@@ -240,3 +240,21 @@ def test_reference_objects_are_read_like_mappings(tmp_path: Path) -> None:
         "execute_terminal_command",
     ]
     assert "needs a network grant" in (resolver.check(Ref("/x/http-request")) or "")
+
+
+def test_definition_loading_uses_the_resolver_check(tmp_path: Path) -> None:
+    from onellm.definitions import Definition
+
+    agent = tmp_path / "agent.yaml"
+    agent.write_text(
+        "name: clerk\nreferences:\n  - routine: /agent-tools/os/read-file\n"
+        "  - routine: /agent-tools/os/execute-terminal-command\n",
+        encoding="utf-8",
+    )
+    resolver = ToolReferenceResolver(registry(), read_only(tmp_path))
+    with pytest.raises(BadDefinitionError) as info:
+        Definition.load(agent, check_reference=resolver.check)
+    assert (info.value.line, info.value.column) == (4, 5)
+    assert "tool 'execute_terminal_command' needs a shell grant" in str(info.value)
+    lenient = Definition.load(agent, strict=False, check_reference=resolver.check)
+    assert resolver.resolve([ref.to_data() for ref in lenient.references or []]).names == ["read_file"]
