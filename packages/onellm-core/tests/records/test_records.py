@@ -115,9 +115,20 @@ def test_compaction_cost_is_not_counted_twice() -> None:
 )
 def test_malformed_lines_fail_typed_with_the_line_number(line: bytes, detail: str) -> None:
     with pytest.raises(BadDefinitionError) as info:
-        list(read_records([b"\n", b'{"kind":"run"}\n', line]))
+        list(read_records([b"\n", b'{"kind":"run"}\n', line + b"\n"]))
     assert info.value.line == 3
     assert detail.lower() in str(info.value).lower()
+
+
+def test_a_torn_last_line_is_reported_and_skipped(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "i.jsonl"
+    path.write_bytes(b'{"kind":"run","event":"started"}\n{"kind":"run","ev')
+    assert [r.kind for r in read_records(path)] == ["run"]
+    assert "torn" in caplog.text
+    path.write_bytes(b'{"kind":"run","ev\n{"kind":"run","event":"started"}\n')
+    with pytest.raises(BadDefinitionError) as info:
+        list(read_records(path))
+    assert info.value.line == 1
 
 
 def test_records_built_in_code_write_the_spec_shape() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -360,12 +361,30 @@ def read_records(source: str | Path | Iterable[str | bytes], *, kind: str | None
 
 
 def _records(lines: Iterable[str | bytes], file: str | None, kind: str | None) -> Iterator[Record]:
+    pending: tuple[int, str | bytes] | None = None
     for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        record = parse_line(line, file=file, line_number=number)
-        if record is not None and (kind is None or record.kind == kind):
-            yield record
+        if pending is not None:
+            record = parse_line(pending[1], file=file, line_number=pending[0])
+            if record is not None and (kind is None or record.kind == kind):
+                yield record
+            pending = None
+        if line.strip():
+            pending = (number, line)
+    if pending is None:
+        return
+    number, line = pending
+    terminated = line.endswith(b"\n") if isinstance(line, bytes) else line.endswith("\n")
+    if not terminated:
+        try:
+            _DECODER.decode(line)
+        except msgspec.DecodeError as exc:
+            # A last line with no line end that is not JSON is an append cut short by a crash: report it, stop.
+            where = f"{file}:{number}" if file else f"line {number}"
+            logging.getLogger("onellm.records").warning("skipped a torn last record at %s: %s", where, exc)
+            return
+    record = parse_line(line, file=file, line_number=number)
+    if record is not None and (kind is None or record.kind == kind):
+        yield record
 
 
 def total_cost(records: Iterable[Record]) -> Decimal:
