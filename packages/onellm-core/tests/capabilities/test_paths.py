@@ -187,6 +187,16 @@ def test_relative_paths_start_at_the_working_directory(tree: Path, monkeypatch: 
     assert caps.resolve_read("work/a.txt") == tree / "a.txt"
     assert caps.resolve_read("a.txt", base=tree) == tree / "a.txt"
     assert caps.with_working_directory(tree / "sub").resolve_read("b.txt") == tree / "sub" / "b.txt"
+    assert caps.resolve_read("b.txt", base="work/sub") == tree / "sub" / "b.txt"
+
+
+def test_a_missing_name_then_dotdot_still_follows_links(tree: Path) -> None:
+    caps = Capabilities.files(tree).with_working_directory(tree)
+    for rel in ("nothing/../sibling_link/c.txt", "a/b/../../link_out/secret.txt", "x/../up_link/outside"):
+        with pytest.raises(CapabilityDeniedError) as info:
+            caps.resolve_read(rel)
+        assert info.value.rule == "outside-roots", rel
+    assert caps.resolve_read("nothing/../link_in/b.txt") == tree / "sub" / "b.txt"
 
 
 def test_files_without_roots_grants_the_working_directory(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -299,3 +309,31 @@ def test_windows_style_names_fold_for_control_names(tree: Path) -> None:
     for name in (".GIT", ".gIt.", ".git. .", "CvS", ".GITMODULES", ".Hg"):
         with pytest.raises(CapabilityDeniedError):
             caps.resolve_write(tree / name / "x")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_resolution_agrees_with_the_system_and_never_leaves_the_root(tree: Path, seed: int) -> None:
+    """Random walks over the tree's links and `..`: every allowed answer is the system's real path and lies under the
+    root; everything else is refused."""
+    import random
+
+    names = ["sub", "deeper", "..", ".", "link_in", "link_out", "up_link", "deep_link", "sibling_link", "a.txt", "new"]
+    rng = random.Random(seed)
+    caps = Capabilities.files(tree).with_working_directory(tree)
+    root = str(tree)
+    allowed = refused = 0
+    for _ in range(400):
+        rel = "/".join(rng.choice(names) for _ in range(rng.randint(1, 6)))
+        try:
+            got = caps.resolve_read(rel)
+        except CapabilityDeniedError:
+            refused += 1
+            real = os.path.realpath(os.path.join(root, rel))
+            assert real != root, rel
+            assert not real.startswith(root + os.sep), rel
+            continue
+        allowed += 1
+        assert str(got) == root or str(got).startswith(root + os.sep), rel
+        assert str(got) == os.path.realpath(os.path.join(root, rel)), rel
+    assert allowed > 20
+    assert refused > 20

@@ -166,7 +166,7 @@ def resolve_real(path: str | os.PathLike[str], base: str) -> str:
         raise ValueError("path contains a NUL character")
     mod = ntpath if os.name == "nt" else posixpath
     if not mod.isabs(text):
-        text = mod.join(base, text)
+        text = mod.join(mod.abspath(base), text)
     if os.name == "nt":
         anchor, rest = ntpath.splitdrive(text)
         anchor = anchor + "\\"
@@ -176,23 +176,28 @@ def resolve_real(path: str | os.PathLike[str], base: str) -> str:
         pending = deque(text.split("/"))
     resolved = anchor
     links = 0
-    missing = False
+    # Names below the deepest existing directory, appended as written. A `..` first pops those; once it is back in
+    # existing directories, resolution resumes, so `missing/../link` still follows `link`.
+    missing = 0
     while pending:
         name = pending.popleft()
         if name in ("", "."):
             continue
         if name == "..":
+            if missing:
+                missing -= 1
             parent = mod.dirname(resolved)
             resolved = parent if parent else anchor
             continue
         candidate = mod.join(resolved, name)
         if missing:
+            missing += 1
             resolved = candidate
             continue
         try:
             st = os.lstat(candidate)
         except (FileNotFoundError, NotADirectoryError):
-            missing = True
+            missing = 1
             resolved = candidate
             continue
         if _is_link(st):
