@@ -61,10 +61,16 @@ def _allowed(caps: Capabilities, path: Path) -> bool:
         return False
 
 
-def walk(caps: Capabilities, start: Path, *, recursive: bool, filters: PathFilter) -> Iterator[Entry]:
-    """Yield the entries below `start` (a resolved, granted directory), each directory followed by what it holds."""
+def walk(
+    caps: Capabilities, start: Path, *, recursive: bool, filters: PathFilter, check_files: bool = True
+) -> Iterator[Entry]:
+    """Yield the entries below `start` (a resolved, granted directory), each directory followed by what it holds.
+
+    With `check_files=False` regular files are yielded without the read check (directories are always checked): for a
+    caller that opens each file through `Capabilities.open_read`, which makes the same check.
+    """
     rules = IgnoreRules().add("", parse_gitignore(_read_gitignore(caps, start)))
-    yield from _walk_dir(caps, start, "", rules, recursive, filters, 0)
+    yield from _walk_dir(caps, start, "", rules, recursive, filters, 0, check_files)
 
 
 def _walk_dir(
@@ -75,6 +81,7 @@ def _walk_dir(
     recursive: bool,
     filters: PathFilter,
     depth: int,
+    check_files: bool,
 ) -> Iterator[Entry]:
     try:
         with os.scandir(directory) as it:
@@ -97,7 +104,7 @@ def _walk_dir(
         if is_link:
             yield Entry(rel, path, "symlink")
             continue
-        if not _allowed(caps, path):
+        if (is_dir or check_files) and not _allowed(caps, path):
             continue
         if not is_dir:
             yield Entry(rel, path, "file" if is_file else "other")
@@ -105,4 +112,4 @@ def _walk_dir(
         yield Entry(rel, path, "dir")
         if recursive and depth < _MAX_DEPTH:
             sub = rules.add(rel, parse_gitignore(_read_gitignore(caps, path)))
-            yield from _walk_dir(caps, path, rel + "/", sub, recursive, filters, depth + 1)
+            yield from _walk_dir(caps, path, rel + "/", sub, recursive, filters, depth + 1, check_files)

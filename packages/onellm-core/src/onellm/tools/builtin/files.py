@@ -205,7 +205,7 @@ def file_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
         if start.is_dir():
             candidates = (
                 (e.rel, e.path)
-                for e in walk(caps, start, recursive=True, filters=filters)
+                for e in walk(caps, start, recursive=True, filters=filters, check_files=False)
                 if e.kind in ("file", "symlink") and filters.included(e.rel)
             )
         elif start.exists():
