@@ -149,7 +149,9 @@ def file_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
         lines: list[str] = []
         limit = options.list_limit_entries
         stopped = False
-        for entry in walk(ctx.capabilities, start, recursive=recursive, filters=filters):
+        for seen, entry in enumerate(walk(ctx.capabilities, start, recursive=recursive, filters=filters)):
+            if seen % 256 == 0:
+                ctx.check_cancelled()
             if entry.kind == "dir":
                 if filters.include:
                     continue  # with inclusion globs only matching files are listed
