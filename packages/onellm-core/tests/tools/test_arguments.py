@@ -5,6 +5,7 @@ import enum
 from collections.abc import Mapping
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
+from pathlib import Path
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 from uuid import UUID
 
@@ -64,6 +65,7 @@ GOOD: list[tuple[Any, Any, Any]] = [
     (Decimal, 7, Decimal(7)),
     (Decimal, Decimal("1.10"), Decimal("1.10")),
     (str, "x", "x"),
+    (Path, "work/a.txt", Path("work/a.txt")),
     (bytes, "aGk=", b"hi"),
     (bytearray, "aGk=", bytearray(b"hi")),
     (datetime, "2026-01-02T03:04:05Z", datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)),
@@ -111,6 +113,8 @@ BAD: list[tuple[Any, Any, str]] = [
     (float, float("inf"), "Argument must be a number, not inf."),
     (Decimal, "1.5", "Argument must be a number, not a string."),
     (str, 5, "Argument must be a string, not 5."),
+    (Path, "", "Argument must be a non-empty path without NUL characters."),
+    (Path, 3, "Argument must be a path string, not 3."),
     (bytes, "not base64!", "Argument must be a base64 string, not 'not base64!'."),
     (datetime, "yesterday", "Argument must be an RFC 3339 date-time string, not 'yesterday'."),
     (date, "2026-13-01", "Argument must be a date string (YYYY-MM-DD), not '2026-13-01'."),

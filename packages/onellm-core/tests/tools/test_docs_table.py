@@ -35,6 +35,7 @@ NAMESPACE: dict[str, Any] = {
     "float": float,
     "Decimal": Decimal,
     "str": str,
+    "Path": Path,
     "bytes": bytes,
     "datetime": datetime,
     "date": date,

@@ -85,6 +85,10 @@ class B:
     a: list[A]
 
 
+class Plain:
+    pass
+
+
 class ArrayLike(msgspec.Struct, array_like=True):
     x: int
 
@@ -99,6 +103,7 @@ TABLE: list[tuple[str, Any, dict[str, Any]]] = [
     ("float", float, {"type": "number"}),
     ("Decimal", Decimal, {"type": "number"}),
     ("str", str, {"type": "string"}),
+    ("Path", Path, {"type": "string"}),
     ("bytes", bytes, {"type": "string", "contentEncoding": "base64"}),
     ("bytearray", bytearray, {"type": "string", "contentEncoding": "base64"}),
     ("datetime", datetime, {"type": "string", "format": "date-time"}),
@@ -302,7 +307,7 @@ UNSUPPORTED: list[tuple[str, Any, str]] = [
     ("object", object, "object has no schema"),
     ("union", int | str, "only `T | None` is supported"),
     ("complex", complex, "complex has no schema"),
-    ("Path", Path, "Path has no schema"),
+    ("plain class", Plain, "Plain has no schema"),
     ("Callable", Callable[[int], int], "has no schema"),
     ("dict with int keys", dict[int, str], "a dict key must be str"),
     ("mixed tuple", tuple[int, str], "mixes item types"),

@@ -583,3 +583,13 @@ async def test_methods_are_made_tools_through_the_bound_method() -> None:
     bound = Tool.create(Docket("D-").lookup)
     assert list(bound.input_schema["properties"]) == ["q"]
     assert (await bound.invoke({"q": "1"})).parts == [TextPart(text="D-1")]
+
+
+async def test_a_path_result_is_sent_as_text_json() -> None:
+    @tool
+    def where() -> Path:
+        """W."""
+        return Path("/srv/data/file.txt")
+
+    assert where.output_schema == {"type": "string"}
+    assert (await where.invoke({})).parts == [JsonPart(json="/srv/data/file.txt")]

@@ -28,8 +28,16 @@ GOOD = _CASES.GOOD
 BAD = _CASES.BAD
 
 # Checks that only the Python type can make: base64 text, a time zone requirement, unhashable set members after
-# conversion (1 and 1.0), a record's own __post_init__, huge-number guards.
-PYTHON_ONLY = {"a base64 string", "time zone", "repeats item", "digits", "range of a float", "not a valid"}
+# conversion (1 and 1.0), a record's own __post_init__, huge-number guards, non-empty paths.
+PYTHON_ONLY = {
+    "non-empty path",
+    "a base64 string",
+    "time zone",
+    "repeats item",
+    "digits",
+    "range of a float",
+    "not a valid",
+}
 
 
 @pytest.mark.parametrize(("tp", "value", "expected"), GOOD)

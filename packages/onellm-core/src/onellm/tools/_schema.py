@@ -26,6 +26,7 @@ import typing
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
+from pathlib import PurePath
 from typing import Any, Final, Literal, get_args, get_origin
 from uuid import UUID
 
@@ -578,6 +579,18 @@ class _Compiler:
                 with_keywords({"type": "string"}, minLength=c.min_length, maxLength=c.max_length, pattern=c.pattern),
                 _str_converter(c, where),
             )
+        if isinstance(tp, type) and issubclass(tp, PurePath):
+            self._no_constraints(c, where, tp.__name__)
+            path_type = tp
+
+            def convert_path(value: Any) -> Any:
+                if type(value) is not str:
+                    raise _fail("a path string", value)
+                if not value or "\x00" in value:
+                    raise ArgumentError("must be a non-empty path without NUL characters")
+                return path_type(value)
+
+            return JsonType({"type": "string"}, convert_path)
         if tp is bytes or tp is bytearray:
             self._no_constraints(c, where, tp.__name__)
             return JsonType({"type": "string", "contentEncoding": "base64"}, _bytes_converter(tp), hashable=tp is bytes)
@@ -630,7 +643,7 @@ class _Compiler:
         if isinstance(tp, str | typing.ForwardRef):
             raise TypeError(f"{where}: the annotation {tp!r} could not be resolved to a type")
         raise TypeError(
-            f"{where}: {_type_name(tp)} has no schema. Supported: bool, int, float, Decimal, str, bytes, datetime, "
+            f"{where}: {_type_name(tp)} has no schema. Supported: bool, int, float, Decimal, str, Path, bytes, datetime, "
             "date, time, timedelta, UUID, Enum, Literal, list, tuple, set, frozenset, dict[str, T], dataclasses, "
             "TypedDict, msgspec.Struct, pydantic models, T | None and Annotated constraints"
         )
@@ -953,7 +966,7 @@ def json_schema_for(tp: Any) -> dict[str, Any]:
 def to_json_value(value: Any) -> Any:
     """A plain JSON value (str, bool, int, float, Decimal, None, list, dict) for a tool's return value.
 
-    Enums are written by member name, dates and times in ISO 8601, UUIDs as text, bytes as base64, records
+    Enums are written by member name, dates and times in ISO 8601, UUIDs and paths as text, bytes as base64, records
     (dataclasses, msgspec Structs, pydantic models) as objects. Raises `TypeError` for anything else.
     """
     return _to_json(value, 0)
@@ -980,7 +993,7 @@ def _to_json(value: Any, depth: int) -> Any:
         return value.isoformat()
     if isinstance(value, timedelta):
         return msgspec.to_builtins(value)
-    if isinstance(value, UUID):
+    if isinstance(value, UUID | PurePath):
         return str(value)
     if isinstance(value, bytes | bytearray | memoryview):
         return base64.b64encode(bytes(value)).decode("ascii")

@@ -52,6 +52,7 @@ class ToolContext:
 
     A tool asks for it by declaring one parameter annotated `ToolContext`. Cancellation travels through anyio: an
     async tool is cancelled at its next `await`; a sync tool runs in a worker thread and can call `check_cancelled()`.
+    Give each call its own context: the cost lines a result carries are those added since its call started.
     """
 
     __slots__ = (
