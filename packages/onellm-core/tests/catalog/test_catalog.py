@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from onellm.catalog import Catalog, CatalogLayer
-from onellm.catalog._catalog import _DATA, glob_match
+from onellm.catalog._catalog import _DATA_DIR, glob_match
 from onellm.catalog._compile import compile_shipped
 from onellm.catalog._yaml import load_documents
 from onellm.errors import BadDefinitionError, ModelNotFoundError
@@ -232,7 +232,7 @@ def test_default_reads_onellm_catalog(tmp_path: Path, monkeypatch: pytest.Monkey
 
 
 def test_shipped_json_matches_the_yaml_files() -> None:
-    assert (_DATA / "shipped.json").read_bytes() == compile_shipped(), (
+    assert (Path(_DATA_DIR) / "shipped.json").read_bytes() == compile_shipped(), (
         "run `uv run python -m onellm.catalog._compile` after editing a shipped llm-provider.yaml"
     )
 

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import datetime as _dt
-import ipaddress
 import os
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from decimal import Decimal
 from functools import cached_property
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, cast
 
 from onellm.catalog._merge import lookup, merge_values, parse_value_path
 from onellm.catalog._schema import SchemaError, check_provider
@@ -20,18 +16,19 @@ from onellm.catalog.entries import ModelEntry, PresetEntry, ProviderEntry
 from onellm.errors import BadDefinitionError, ModelNotFoundError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from onellm.messages import Cost, Usage
 
 __all__ = ["Catalog", "CatalogLayer", "ResolvedModel", "ValueOrigin"]
 
 ENV_VAR = "ONELLM_CATALOG"
 FILE_NAME = "llm-provider.yaml"
-_DATA = Path(__file__).resolve().parent / "data"
+_DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 _RANKS = {"shipped": 0, "user": 1, "code": 2}
 
 
-@dataclass(frozen=True, slots=True)
-class ValueOrigin:
+class ValueOrigin(NamedTuple):
     """Where an effective catalog value was set: the layer's name and, when it came from a file, that file."""
 
     layer: str
@@ -41,8 +38,7 @@ class ValueOrigin:
         return self.layer
 
 
-@dataclass(frozen=True, slots=True)
-class _Source:
+class _Source(NamedTuple):
     file: str | None
     providers: tuple[dict[str, Any], ...]
 
@@ -92,6 +88,8 @@ class CatalogLayer:
     @classmethod
     def from_file(cls, path: str | os.PathLike[str], *, name: str = "user") -> CatalogLayer:
         """A layer from one file, or from every `*.yaml`/`*.yml` file under a directory (sorted by path)."""
+        from pathlib import Path
+
         p = Path(path)
         if p.is_dir():
             files = sorted(f for f in p.rglob("*") if f.suffix in (".yaml", ".yml") and f.is_file())
@@ -170,9 +168,10 @@ def _shipped_layer() -> CatalogLayer:
         return _shipped_cache[0]
     with _shipped_lock:
         if not _shipped_cache:
-            import msgspec
+            import json
 
-            raw = msgspec.json.Decoder(float_hook=Decimal).decode((_DATA / "shipped.json").read_bytes())
+            with open(os.path.join(_DATA_DIR, "shipped.json"), encoding="utf-8") as handle:
+                raw = json.load(handle, parse_float=Decimal)
             sources = [_Source(f"<shipped>/{entry['file']}", tuple(entry["providers"])) for entry in raw["files"]]
             _shipped_cache.append(CatalogLayer("shipped", sources))
     return _shipped_cache[0]
@@ -181,8 +180,7 @@ def _shipped_layer() -> CatalogLayer:
 # -- patterns ----------------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Pattern:
+class _Pattern(NamedTuple):
     text: str
     literal: int
     folded: str
@@ -312,9 +310,8 @@ class ResolvedModel:
         base_url: str | None = None,
     ) -> Cost:
         """Price one call's usage with this model's catalog prices. See `onellm.catalog.pricing.price_usage`."""
-        from onellm.catalog.pricing import price_usage
-
-        return price_usage(
+        price_usage = _PRICE_USAGE[0] if _PRICE_USAGE else _load_price_usage()
+        cost: Cost = price_usage(
             self,
             usage,
             service_tier=service_tier,
@@ -326,12 +323,26 @@ class ResolvedModel:
             at=at,
             base_url=base_url,
         )
+        return cost
+
+
+_PRICE_USAGE: list[Any] = []
+
+
+def _load_price_usage() -> Any:
+    from onellm.catalog.pricing import price_usage
+
+    _PRICE_USAGE.append(price_usage)
+    return price_usage
 
 
 def is_loopback_url(url: str | None) -> bool:
     """True when `url`'s host is `localhost`, in 127.0.0.0/8, or `::1`."""
     if not url:
         return False
+    import ipaddress
+    from urllib.parse import urlsplit
+
     try:
         host = urlsplit(url if "//" in url else "//" + url).hostname
     except ValueError:
@@ -402,7 +413,7 @@ class Catalog:
         separated). Cached until the variable or a named file changes."""
         setting = os.environ.get(ENV_VAR, "").strip()
         paths = [p for p in setting.split(os.pathsep) if p.strip()] if setting else []
-        key: tuple[Any, ...] = (setting, *(_stamp(Path(p)) for p in paths))
+        key: tuple[Any, ...] = (setting, *(_stamp(p) for p in paths))
         found = cls._default_cache.get(key)
         if found is not None:
             return found
@@ -670,7 +681,10 @@ class Catalog:
         return out
 
 
-def _stamp(path: Path) -> tuple[str, float]:
+def _stamp(name: str) -> tuple[str, float]:
+    from pathlib import Path
+
+    path = Path(name)
     try:
         if path.is_dir():
             newest = max((f.stat().st_mtime for f in path.rglob("*.y*ml")), default=path.stat().st_mtime)

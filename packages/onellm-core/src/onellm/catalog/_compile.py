@@ -12,7 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from onellm.catalog._catalog import _DATA, FILE_NAME, _source_from_text
+from onellm.catalog._catalog import _DATA_DIR, FILE_NAME, _source_from_text
+
+_DATA = Path(_DATA_DIR)
 
 __all__ = ["compile_shipped", "shipped_files"]
 

@@ -17,11 +17,12 @@ from decimal import Context, Decimal, Inexact
 from typing import TYPE_CHECKING, Any
 
 from onellm.catalog._schema import KNOWN_PRICE_COUNTERS, to_decimal
+from onellm.messages import CallWarning, Cost, CostLine
 
 if TYPE_CHECKING:
     from onellm.catalog._catalog import ResolvedModel
     from onellm.catalog.entries import ServiceTier
-    from onellm.messages import CallWarning, Cost, CostLine, Usage
+    from onellm.messages import Usage
 
 __all__ = [
     "BUILTIN_SUBSETS",
@@ -77,6 +78,7 @@ class PriceItem:
     label: str | None
     as_of: _dt.date | None
     source: str | None
+    resolved: _Price
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +110,8 @@ class PriceTable:
     """One model's `pricing` mapping, compiled for fast repeated use."""
 
     __slots__ = (
+        "_fixed",
+        "_flat_prices",
         "as_of",
         "data",
         "flat",
@@ -118,6 +122,7 @@ class PriceTable:
         "long_output",
         "long_threshold",
         "multipliers",
+        "simple",
         "source",
         "subset_of",
         "tiers",
@@ -145,9 +150,11 @@ class PriceTable:
             per_raw = raw.get("per")
             per: int | Decimal = default_per(counter) if per_raw is None else _as_quantity(per_raw)
             when = tuple((str(k), _qualifier(v)) for k, v in (raw.get("when") or {}).items())
-            items.setdefault(counter, []).append(
-                PriceItem(counter, price, per, when, raw.get("label"), _date(raw.get("asOf")), raw.get("source"))
-            )
+            as_of = _date(raw.get("asOf"))
+            source = raw.get("source")
+            label = raw.get("label")
+            resolved = _Price(price, per, label, as_of or self.as_of, source or self.source)
+            items.setdefault(counter, []).append(PriceItem(counter, price, per, when, label, as_of, source, resolved))
         # Most specific first; among equally specific items the one listed first wins (sort is stable).
         self.items = {c: tuple(sorted(v, key=lambda it: -len(it.when))) for c, v in items.items()}
         tiers = []
@@ -164,6 +171,16 @@ class PriceTable:
             self.subset_of[str(child)] = str(parent)
         self.free = data.get("free") is True
         self.has_price = bool(self.flat) or bool(self.items) or self.free
+        self._flat_prices = {c: _Price(v, MILLION, None, self.as_of, self.source) for c, v in self.flat.items()}
+        # Counters whose price never depends on qualifiers: looked up once, reused for every call.
+        self._fixed: dict[str, _Price | None] = {}
+        for counter in {*self.flat, *self.items}:
+            candidates = self.items.get(counter, ())
+            if all(not item.when for item in candidates):
+                self._fixed[counter] = candidates[0].resolved if candidates else self._flat_prices[counter]
+        self.simple = (
+            not self.tiers and self.long_input is None and not any(c in self.subset_of for c in KNOWN_PRICE_COUNTERS)
+        )
 
     @classmethod
     def compile(cls, data: Mapping[str, Any] | None) -> PriceTable:
@@ -171,16 +188,17 @@ class PriceTable:
 
     def price_of(self, counter: str, qualifiers: Mapping[str, str]) -> _Price | None:
         """The unit price of `counter` for a call with these qualifiers, before any factor; None when unpriced."""
+        fixed = self._fixed.get(counter)
+        if fixed is not None:
+            return fixed
         candidates = self.items.get(counter)
         if candidates:
             for item in candidates:
                 if all(qualifiers.get(k) == v for k, v in item.when):
-                    return _Price(
-                        item.price, item.per, item.label, item.as_of or self.as_of, item.source or self.source
-                    )
-        flat = self.flat.get(counter)
+                    return item.resolved
+        flat = self._flat_prices.get(counter)
         if flat is not None:
-            return _Price(flat, MILLION, None, self.as_of, self.source)
+            return flat
         if self.free:
             return _Price(_ZERO, default_per(counter), "free", self.as_of, self.source)
         return None
@@ -213,8 +231,6 @@ def _qualifier(value: Any) -> str:
 
 
 def _warning(message: str, **detail: Any) -> CallWarning:
-    from onellm.messages import CallWarning
-
     return CallWarning(kind="pricing", message=message, detail=detail)
 
 
@@ -302,14 +318,27 @@ def price_usage(
         base_url: the server the call went to, when it differs from the catalog's (a loopback server is free unless
             the catalog prices the model).
     """
-    from onellm.messages import Cost
-
     entry = model.entry
-    name = model.qualified_name
     day = at.date() if isinstance(at, _dt.datetime) else at
     if day is None:
         day = today
     table = entry.price_table_at(day)
+    tier_name = service_tier if service_tier is not None else usage.service_tier
+    if (
+        table.simple
+        and table.has_price
+        and not usage.counters
+        and tier_name is None
+        and not batch
+        and not region
+        and not multipliers
+        and not qualifiers
+        and today is None
+    ):
+        fast = _price_main(table, usage)
+        if fast is not None:
+            return fast
+    name = model.qualified_name
     warnings: list[CallWarning] = []
 
     if not table.has_price:
@@ -334,12 +363,68 @@ def price_usage(
         usage,
         name,
         warnings,
-        service_tier=service_tier if service_tier is not None else usage.service_tier,
+        service_tier=tier_name,
         batch=batch,
         region=region,
         multipliers=multipliers,
         qualifiers=qualifiers,
         today=today,
+    )
+
+
+_NO_QUALIFIERS: Mapping[str, str] = {}
+
+
+def _price_main(table: PriceTable, usage: Usage) -> Cost | None:
+    """The common case: only the four main counters, no factor, no tier, no long context. None: take the full path."""
+    lines = []
+    total = _ZERO
+    for counter, amount in (
+        ("inputTokens", usage.input_tokens),
+        ("outputTokens", usage.output_tokens),
+        ("cacheCreationInputTokens", usage.cache_creation_input_tokens),
+        ("cacheReadInputTokens", usage.cache_read_input_tokens),
+    ):
+        if not amount:
+            continue
+        price = table.price_of(counter, _NO_QUALIFIERS)
+        if price is None:
+            return None
+        line = _line(
+            counter, amount, price.per, price.unit, _ONE, price.label or _LABELS[counter], price.source, price.as_of
+        )
+        lines.append(line)
+        total = _EXACT.add(total, line.amount)
+    return Cost(lines=tuple(lines), total=total)
+
+
+def _line(
+    counter: str,
+    quantity: int | Decimal,
+    per: int | Decimal,
+    unit: Decimal,
+    multiplier: Decimal,
+    label: str | None,
+    source: str | None,
+    as_of: _dt.date | None,
+) -> CostLine:
+    """One line, `quantity / per * unit * multiplier` computed exactly (100 significant digits: every amount a
+    catalog price can produce fits; only a `per` with a prime factor other than 2 and 5 can cut a quotient)."""
+    amount = _EXACT.multiply(Decimal(quantity), unit)
+    if multiplier != _ONE:
+        amount = _EXACT.multiply(amount, multiplier)
+    if per != 1:
+        amount = _EXACT.divide(amount, Decimal(per))
+    return CostLine(
+        counter=counter,
+        quantity=quantity,
+        per=per,
+        unit_price=unit,
+        multiplier=multiplier,
+        amount=amount,
+        label=label,
+        source=source,
+        as_of=as_of,
     )
 
 
@@ -350,8 +435,6 @@ def _loopback(url: str) -> bool:
 
 
 def _reported(amount: Decimal, name: str, warnings: list[CallWarning]) -> Cost:
-    from onellm.messages import Cost, CostLine
-
     line = CostLine.compute("cost", 1, 1, amount, label="cost reported by the provider")
     warnings.append(
         _warning(
@@ -377,8 +460,6 @@ def _price_with(
     qualifiers: Mapping[str, Any] | None,
     today: _dt.date | None,
 ) -> Cost:
-    from onellm.messages import Cost, CostLine
-
     quals = {str(k): _qualifier(v) for k, v in qualifiers.items()} if qualifiers else {}
     quantities = _quantities(usage, warnings, name)
     subset_of = table.subset_of
@@ -518,9 +599,7 @@ def _price_with(
             label = _LABELS.get(counter)
         if today is not None and price.as_of is not None and (today - price.as_of).days > STALE_AFTER_DAYS:
             stale.append(counter)
-        lines.append(
-            CostLine.compute(counter, amount, per, unit, mult, label=label, source=price.source, as_of=price.as_of)
-        )
+        lines.append(_line(counter, amount, per, unit, mult, label, price.source, price.as_of))
     if stale:
         warnings.append(
             _warning(
