@@ -142,10 +142,14 @@ class Recorder:
         problems: list[str] = []
         if UPDATE and not streamed:
             expected["body"] = body
+            expected["path"] = request.url.path
         if request.method != expected["method"]:
             problems.append(f"method {request.method} != {expected['method']}")
         if request.url.path != expected["path"]:
             problems.append(f"path {request.url.path} != {expected['path']}")
+        problems.extend(
+            f"header {name} was sent" for name in expected.get("absentHeaders", []) if name in request.headers
+        )
         for name, value in expected.get("headers", {}).items():
             if request.headers.get(name) != value:
                 problems.append(f"header {name}: {request.headers.get(name)!r} != {value!r}")

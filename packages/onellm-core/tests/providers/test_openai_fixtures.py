@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import onellm.errors
+from onellm.catalog import Catalog
 from onellm.clock import FakeClock
 from onellm.providers._protocols import EmbeddingRequest
 from onellm.providers._request import ChatResponse
@@ -36,11 +37,23 @@ from ._fixtures import (
     PROVIDERS as PROVIDERS_DIR,
 )
 
+SHIPPED = Catalog.shipped()
 CASES = cases("openai-chat", "openai-responses", "compatible")
 
 
 def provider_for(case: dict[str, Any], handler: Recorder, clock: FakeClock | None = None) -> OpenAICompatibleProvider:
     spec = case["provider"]
+    if "preset" in spec:  # a compatible server: base URL, key variable and quirks from the shipped catalog
+        resolved = SHIPPED.resolve(spec["preset"])
+        assert resolved.base_url is not None
+        return OpenAICompatibleProvider(
+            base_url=resolved.base_url,
+            api_key=KEY if resolved.api_key_env_var else None,
+            name=spec["preset"].split(":", 1)[0],
+            properties=resolved.properties,
+            http_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)),
+            clock=clock or FakeClock(),
+        )
     if "api" in spec:
         return OpenAIProvider(
             base_url=spec["baseUrl"],
