@@ -165,3 +165,17 @@ def test_work_budget_stops_a_state_explosion() -> None:
         rx.search(line)
     assert time.perf_counter() - started < 2
     assert Regex("(a|b)*a(a|b){3}$", budget=200_000).search(line) is (re.search("(a|b)*a(a|b){3}$", line) is not None)
+
+
+_ICASE_ATOMS = st.sampled_from(["a", "B", ".", "[aB]", "[^a]", "[a-c]", r"\w", r"\d", "(?:a|Bb)", r"\b", "7"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(_ICASE_ATOMS, st.sampled_from(["", "*", "+", "?"])), min_size=1, max_size=4),
+    st.text(alphabet="aAbBcC7 -", max_size=10),
+)
+def test_ignore_case_agrees_with_re(parts: list[tuple[str, str]], line: str) -> None:
+    pattern = "".join(atom + ("" if atom == r"\b" else q) for atom, q in parts)
+    assert Regex(pattern, ignore_case=True).search(line) is (re.search(pattern, line, re.IGNORECASE) is not None)
+    assert Regex("(?i)" + pattern).search(line) is (re.search(pattern, line, re.IGNORECASE) is not None)
