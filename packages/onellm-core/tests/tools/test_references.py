@@ -258,3 +258,16 @@ def test_definition_loading_uses_the_resolver_check(tmp_path: Path) -> None:
     assert "tool 'execute_terminal_command' needs a shell grant" in str(info.value)
     lenient = Definition.load(agent, strict=False, check_reference=resolver.check)
     assert resolver.resolve([ref.to_data() for ref in lenient.references or []]).names == ["read_file"]
+
+
+def test_groups_register_their_tools_without_replacing_others() -> None:
+    def helper() -> None:
+        """H."""
+
+    reg = ToolRegistry()
+    reg.add_group("pack", [get_docket, helper])
+    assert reg.group("pack") == ("get_docket", "helper")
+    reg.add_group("again", [helper, "get_docket"])
+    assert reg.group("again") == ("helper", "get_docket")
+    with pytest.raises(ValueError, match="already registered"):
+        reg.add_group("clash", [make("helper")])

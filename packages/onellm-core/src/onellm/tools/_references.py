@@ -75,23 +75,20 @@ class ToolRegistry:
             self._tools[t.name] = t
 
     def add_group(self, name: str, tools: Iterable[Tool[..., Any] | Callable[..., Any] | str]) -> None:
-        """Register a named group (a source): tools are registered too; names must already be registered."""
+        """Register a named group (a source). Tools and functions are registered too (a name already taken by another
+        tool is refused); names must already be registered."""
         members: list[str] = []
         for item in tools:
             if isinstance(item, str):
                 if item not in self._tools:
                     raise ValueError(f"group {name!r}: no tool named {item!r} is registered")
                 members.append(item)
-            else:
-                self.add(item, replace=True)
-                members.append(item.name if isinstance(item, Tool) else self._last_added_name(item))
+                continue
+            known = next((t for t in self._tools.values() if t is item or t.fn is item), None)
+            t = known if known is not None else (item if isinstance(item, Tool) else Tool.create(item))
+            self.add(t)
+            members.append(t.name)
         self._groups[name] = tuple(dict.fromkeys(members))
-
-    def _last_added_name(self, fn: Callable[..., Any]) -> str:
-        for t in self._tools.values():
-            if t.fn is fn:
-                return t.name
-        raise ValueError(f"{fn!r} was not registered")
 
     def get(self, name: str) -> Tool[..., Any] | None:
         """The tool named `name`, or None."""
