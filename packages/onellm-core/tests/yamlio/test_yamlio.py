@@ -212,3 +212,38 @@ def test_canonical_emitter_reads_back_the_same(data: dict[Any, Any]) -> None:
     text = dump_document(data) if data else "{}\n"
     assert safe_load(text) == data
     assert load_document(text).plain == data
+
+
+_yamlish = st.text(alphabet=st.sampled_from(list("ab1:-?[]{},&*!|>'\"#%@`\n\t .\\<=~\x00\ufeffé")), max_size=80)
+
+
+def _failure(load: Any, text: str | bytes) -> BadDefinitionError | None:
+    try:
+        load(text, file="fuzz.yaml")
+    except BadDefinitionError as err:
+        return err
+    return None
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_yamlish)
+def test_any_text_either_loads_or_fails_typed(text: str) -> None:
+    for load in (safe_load, load_document):
+        err = _failure(load, text)
+        if err is not None:
+            assert err.file == "fuzz.yaml"
+            assert err.line is not None
+            assert err.column is not None
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.binary(max_size=60))
+def test_any_bytes_either_load_or_fail_typed(data: bytes) -> None:
+    err = _failure(safe_load, data)
+    assert err is None or err.line is not None
+
+
+@pytest.mark.parametrize(("text", "value"), [("<<", "<<"), ("- <<\n", ["<<"]), ("a: <<\n", {"a": "<<"}), ("!", None)])
+def test_merge_and_bare_tag_as_values(text: str, value: Any) -> None:
+    assert safe_load(text) == value
+    assert load_document(text).plain == value

@@ -63,6 +63,7 @@ def _yaml_types() -> tuple[Any, Any]:
     Constructor.add_constructor("tag:yaml.org,2002:float", Constructor.construct_yaml_float)
     Constructor.add_constructor("tag:yaml.org,2002:timestamp", Constructor.construct_yaml_str)
     Constructor.add_constructor("tag:yaml.org,2002:value", Constructor.construct_yaml_str)
+    Constructor.add_constructor("tag:yaml.org,2002:merge", Constructor.construct_yaml_str)
 
     class Representer(RoundTripRepresenter):
         def represent_decimal(self, data: Decimal) -> Any:

@@ -160,6 +160,8 @@ def _scalar_value(event: Any, file: str | None) -> Any:
     if tag is None or tag == "!":
         if plain and tag is None:
             return resolve_plain(value, file, event.start_mark)
+        if tag == "!" and not value and event.style in (None, ""):
+            return None  # a bare `!` with nothing after it: null, as the round-trip loader reads it
         return value
     if tag == _STR:
         return value
@@ -223,13 +225,13 @@ def walk_events(events: Iterable[Any], *, file: str | None, build: bool) -> Any:
     def attach(value: Any, weight: int, mark: Any, is_scalar: bool) -> None:
         nonlocal root
         if not stack:
-            root = value
+            root = "<<" if value is _MERGE else value
             return
         parent = stack[-1]
         parent.weight += weight
         if not parent.is_map:
             if build:
-                parent.value.append(value)
+                parent.value.append("<<" if value is _MERGE else value)
             return
         if not parent.has_key:
             if not is_scalar:
@@ -239,6 +241,8 @@ def walk_events(events: Iterable[Any], *, file: str | None, build: bool) -> Any:
             parent.key_mark = mark
             return
         parent.has_key = False
+        if value is _MERGE:
+            value = "<<"  # `<<` is a merge only as a key
         if not build:
             return
         key = parent.key
@@ -273,7 +277,7 @@ def walk_events(events: Iterable[Any], *, file: str | None, build: bool) -> Any:
                 value = _scalar_value(event, file)
             weight = 1 + len(raw) // 64
             if event.anchor is not None:
-                anchors[event.anchor] = (value, weight, True)
+                anchors[event.anchor] = ("<<" if value is _MERGE else value, weight, True)
             attach(value, weight, event.start_mark, True)
         elif name == "MappingStartEvent" or name == "SequenceStartEvent":
             is_map = name == "MappingStartEvent"
