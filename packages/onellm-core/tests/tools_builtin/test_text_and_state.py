@@ -140,3 +140,23 @@ def test_references_to_builtin_tools_check_their_grants(tmp_path: Path) -> None:
         ToolReferenceResolver(tools, Capabilities.files(tmp_path)).resolve([{"tools": ["search_web"]}])
     everything = Capabilities.files(tmp_path) + Capabilities.shell_commands("echo") + Capabilities.network("a.example")
     assert len(ToolReferenceResolver(tools, everything).resolve([{"tools": [t.name for t in tools]}]).tools) == 12
+
+
+def test_state_files_planted_as_links_are_refused(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.json"
+    secret.write_text('[{"content": "leaked", "status": "pending"}]')
+    store = TodoStore(tmp_path / "state", "i")
+    store.path.parent.mkdir(parents=True)
+    store.path.symlink_to(secret)
+    with pytest.raises(StateError, match="symbolic link"):
+        store.read()
+    memory = MemoryStore(tmp_path / "state")
+    memory.dir.mkdir()
+    (memory.dir / "k.md").symlink_to(secret)
+    with pytest.raises(StateError, match="symbolic link"):
+        memory.read("k")
+    # A write replaces the link itself, never the file it points at.
+    store.write([TodoItem("mine")])
+    memory.write("k", "mine")
+    assert secret.read_text() == '[{"content": "leaked", "status": "pending"}]'
+    assert store.read() == [TodoItem("mine")]

@@ -85,6 +85,8 @@ class TodoStore:
         self.path = _checked_dir(state_dir, "todos") / f"{name}.json"
 
     def read(self) -> list[TodoItem]:
+        if self.path.is_symlink():
+            raise StateError(f"the todo file {self.path} is a symbolic link; refusing to follow it")
         try:
             raw = self.path.read_bytes()
         except FileNotFoundError:
