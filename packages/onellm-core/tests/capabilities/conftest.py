@@ -17,6 +17,12 @@ def tree(tmp_path: Path) -> Path:
     return build_tree(tmp_path)
 
 
+@pytest.fixture(scope="module")
+def shared_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One tree for a whole module, for tests that only resolve paths and change nothing."""
+    return build_tree(tmp_path_factory.mktemp("shared"))
+
+
 def build_tree(tmp: Path) -> Path:
     """A temporary tree with real symlinks: roots, a prefix sibling, an outside directory, loops and repositories."""
     work = tmp / "work"

@@ -157,7 +157,8 @@ def test_the_suite_is_large_enough() -> None:
 
 
 @pytest.mark.parametrize(("kind", "op", "path", "expected"), CASES)
-def test_path_case(tree: Path, kind: str, op: str, path: str, expected: str) -> None:
+def test_path_case(shared_tree: Path, kind: str, op: str, path: str, expected: str) -> None:
+    tree = shared_tree
     tmp = tree.parent
     caps = _grants(kind, tree)
     path = path.replace("{tmp}", str(tmp))
@@ -312,13 +313,14 @@ def test_windows_style_names_fold_for_control_names(tree: Path) -> None:
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_resolution_agrees_with_the_system_and_never_leaves_the_root(tree: Path, seed: int) -> None:
+def test_resolution_agrees_with_the_system_and_never_leaves_the_root(shared_tree: Path, seed: int) -> None:
     """Random walks over the tree's links and `..`: every allowed answer is the system's real path and lies under the
     root; everything else is refused."""
     import random
 
     names = ["sub", "deeper", "..", ".", "link_in", "link_out", "up_link", "deep_link", "sibling_link", "a.txt", "new"]
     rng = random.Random(seed)
+    tree = shared_tree
     caps = Capabilities.files(tree).with_working_directory(tree)
     root = str(tree)
     allowed = refused = 0

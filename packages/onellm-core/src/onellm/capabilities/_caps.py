@@ -804,9 +804,19 @@ class Capabilities:
         )
 
     async def approve(self, request: CommandRequest) -> bool:
-        """Ask every approver of the grant (in order); True only when all approve. True when there are none."""
+        """Ask every approver of the grant (in order); True only when all approve. True when there are none.
+
+        A plain (non-async) approver runs in a worker thread, so one that prompts at a terminal does not stall the
+        event loop.
+        """
+        import anyio.to_thread
+
         for approver in self.shell_grant.approvers:
-            answer = approver(request)
+            call = approver if inspect.isfunction(approver) or inspect.ismethod(approver) else type(approver).__call__
+            if inspect.iscoroutinefunction(approver) or inspect.iscoroutinefunction(call):
+                answer = approver(request)
+            else:
+                answer = await anyio.to_thread.run_sync(approver, request)
             if inspect.isawaitable(answer):
                 answer = await answer
             if answer is not True:
