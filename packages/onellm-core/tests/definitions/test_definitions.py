@@ -138,6 +138,21 @@ def test_a_changed_value_keeps_comments_and_unknown_keys() -> None:
     assert again == d
 
 
+def test_changes_inside_nested_values_are_seen() -> None:
+    d = Definition.loads(AGENT)
+    assert d.inputs is not None
+    d.inputs["caseNo"] = "25-0001"
+    assert "caseNo: 25-0001" in d.dumps()
+    prompts = d.initial_prompts or []
+    prompts[0].user.append(TextPart("More."))
+    assert "- text: More." in d.dumps()
+    decider = Decider.loads(_decider("owner: {team: a}\n"))
+    decider.extra["owner"]["team"] = "b"
+    assert "team: b" in decider.dumps()
+    decider.questions["q"].extra["weight"] = 2
+    assert Decider.loads(decider.dumps()).questions["q"].extra == {"weight": 2}
+
+
 def test_null_and_absent_are_the_same_and_empty_lists_stay() -> None:
     text = "name: ~\nmodel: m\nreferences: []\nhooks: []\n"
     d = Definition.loads(text)

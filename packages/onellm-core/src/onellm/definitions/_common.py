@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -238,7 +239,7 @@ class Persisted:
     def _attach(self, doc: YamlDocument | None, path: Path | None) -> None:
         self._doc = doc
         self._path = path
-        self._snapshot = self.to_data() if doc is not None else None
+        self._snapshot = copy.deepcopy(self.to_data()) if doc is not None else None
 
     def position(self, path: Sequence[Step]) -> tuple[int, int] | None:
         """1-based (line, column) of the node at `path` (keys and list indexes) in the loaded text, if loaded."""
@@ -269,7 +270,7 @@ class Persisted:
         else:
             self._doc.mark_saved(text)
         self._path = target
-        self._snapshot = self.to_data()
+        self._snapshot = copy.deepcopy(self.to_data())
 
 
 Check = Callable[[Any], "str | None"]
