@@ -32,7 +32,7 @@ class Unsupported(Exception):
 # `: `, ` #`, tab, doubled or trailing space, and are none of the words YAML reads as booleans or null.
 _NONASCII = "\u00a1-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff"
 _PLAIN = re.compile(
-    rf"[A-Za-z_{_NONASCII}]"
+    rf"[A-Za-z_/{_NONASCII}]"
     rf"(?:[ ]?(?:[A-Za-z0-9_.,;!?'()/+=%$@~<>\\\"*&|^`\[\]{{}}\-{_NONASCII}]|:(?=[^ ])|(?<! )#))*"
 )
 _RESERVED = frozenset({"true", "false", "null", "yes", "no", "on", "off", "y", "n"})

@@ -1,0 +1,29 @@
+"""The store conformance suite, run against the two stores core ships."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from onellm.instances import FileInstanceStore, InstanceStore, MemoryInstanceStore
+from onellm.testing.store_conformance import InstanceStoreConformance
+
+
+class TestFileInstanceStore(InstanceStoreConformance):
+    other_process_factory = "onellm.instances:FileInstanceStore"
+
+    def open_store(self, location: Path) -> InstanceStore:
+        return FileInstanceStore(location, durable=False)
+
+
+class TestDurableFileInstanceStore(InstanceStoreConformance):
+    def open_store(self, location: Path) -> InstanceStore:
+        return FileInstanceStore(location)
+
+
+_memory_stores: dict[Path, MemoryInstanceStore] = {}
+
+
+class TestMemoryInstanceStore(InstanceStoreConformance):
+    def open_store(self, location: Path) -> InstanceStore:
+        # Memory has no shared storage: two handles on one location are the same store.
+        return _memory_stores.setdefault(location, MemoryInstanceStore())
