@@ -103,32 +103,24 @@ _CONTINUE = _Continue()
 
 
 class State:
-    """What one render needs besides the program: options, depth, output accounting, host hooks."""
+    """What one render needs besides the program: missing-key mode, template depth, output accounting.
 
-    __slots__ = (
-        "cancel",
-        "counted",
-        "depth",
-        "embed",
-        "limit",
-        "missing_error",
-        "now",
-        "out",
-        "program",
-        "total",
-    )
+    `HostState` adds the host hooks (cancellation, embed, time); plain renders use this lighter class.
+    """
 
-    def __init__(self, program: Program, missing_error: bool, limit: int) -> None:
-        self.program = program
+    __slots__ = ("counted", "depth", "limit", "missing_error", "out", "total")
+
+    cancel: Callable[[], bool] | None = None
+    embed: Any = None
+    now: Callable[[], Any] | None = None
+
+    def __init__(self, missing_error: bool, limit: int, out: list[str]) -> None:
         self.missing_error = missing_error
         self.depth = 0
-        self.out: list[str] = []
+        self.out = out
         self.counted = 0
         self.total = 0
         self.limit = limit
-        self.cancel: Callable[[], bool] | None = None
-        self.embed: Any = None
-        self.now: Callable[[], Any] | None = None
 
     def check(self) -> None:
         """Count new output against the limit and honour cancellation."""
@@ -172,6 +164,25 @@ class DepthUnwind(Exception):
                 break
         where, node, _depth = chosen
         return ExecFail(where, node, f"exceeded maximum template depth ({MAX_TEMPLATE_DEPTH})")
+
+
+class HostState(State):
+    """A render with host hooks."""
+
+    __slots__ = ("cancel", "embed", "now")
+
+    def __init__(
+        self,
+        missing_error: bool,
+        limit: int,
+        out: list[str],
+        cancel: Callable[[], bool] | None,
+        now: Callable[[], Any] | None,
+    ) -> None:
+        super().__init__(missing_error, limit, out)
+        self.cancel = cancel
+        self.now = now
+        self.embed = None
 
 
 class LimitFail(Exception):

@@ -11,7 +11,16 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from onellm.errors import TemplateError
-from onellm.templating._exec import DepthUnwind, ExecFail, LimitFail, Program, State, Where, compile_program
+from onellm.templating._exec import (
+    DepthUnwind,
+    ExecFail,
+    HostState,
+    LimitFail,
+    Program,
+    State,
+    Where,
+    compile_program,
+)
 from onellm.templating._funcs import OUTPUT_LIMIT, FuncSpec, host_spec, standard_functions
 from onellm.templating._gofmt import MISSING, go_quote
 from onellm.templating._parse import ParseFail, parse
@@ -89,13 +98,15 @@ class PromptEmbedSource:
     """Prompts registered by name."""
 
     def __init__(self, prompts: Mapping[str, str]) -> None:
-        self.prompts = dict(prompts)
+        self._found = {ref: Embedded(key=f"prompt:{ref}", text=text, name=ref) for ref, text in prompts.items()}
+
+    @property
+    def prompts(self) -> dict[str, str]:
+        """The registered prompts, by name."""
+        return {ref: e.text for ref, e in self._found.items()}
 
     def load(self, ref: str, base: str | None) -> Embedded | None:
-        text = self.prompts.get(ref)
-        if text is None:
-            return None
-        return Embedded(key=f"prompt:{ref}", text=text, name=ref)
+        return self._found.get(ref)
 
 
 class _CallableSource:
@@ -173,13 +184,16 @@ def _funcs_key(functions: Mapping[str, Callable[..., Any]] | None) -> tuple[tupl
 class Template:
     """A parsed template: immutable, cached by `Template.parse`, safe to render from many threads at once."""
 
-    __slots__ = ("_code_regions", "_funcs_key", "_name", "_program", "_source")
+    __slots__ = ("_code_regions", "_funcs_key", "_main", "_nslots", "_program", "_source")
 
     def __init__(self, source: _Source, program: Program, code_regions: bool, funcs_key: Any) -> None:
         self._source = source
         self._program = program
         self._code_regions = code_regions
         self._funcs_key = funcs_key
+        main = program.trees[source.name]
+        self._main = main.run
+        self._nslots = main.nslots
 
     @classmethod
     def parse(
@@ -251,9 +265,28 @@ class Template:
         Raises:
             TemplateError: kind "execute", "embed" or "limit", with the position of the failing action.
         """
+        if missing_key == "default":
+            missing_error = False
+        else:
+            missing_error = _missing_error(missing_key)
+        if embed_sources is None and cancel is None and now is None and max_output == OUTPUT_LIMIT:
+            # The common case: no host hooks.
+            out: list[str] = []
+            st = State(missing_error, OUTPUT_LIMIT, out)
+            root = MISSING if scope is None else scope
+            frame: list[Any] = [None] * self._nslots
+            frame[0] = root
+            try:
+                self._main(st, out.append, root, frame)
+            except (ExecFail, DepthUnwind, LimitFail, RecursionError) as e:
+                raise self._error(e) from None
+            result = "".join(out)
+            if len(result) > OUTPUT_LIMIT or not result.isascii():
+                return self._finish(result, OUTPUT_LIMIT, False)
+            return result
         return self._run(
             scope,
-            _missing_error(missing_key),
+            missing_error,
             _sources(embed_sources),
             _cancel_fn(cancel),
             now,
@@ -274,33 +307,34 @@ class Template:
         chain: tuple[tuple[str, str, str], ...],
         keep_bytes: bool = False,
     ) -> str:
-        name = self._source.name
-        tree = self._program.trees[name]
-        st = State(self._program, missing_error, limit)
-        st.cancel = cancel
-        st.now = now
+        out: list[str] = []
+        st = HostState(missing_error, limit, out, cancel, now)
         root = MISSING if scope is None else scope
         if sources:
             st.embed = _Embedder(self, root, sources, cancel, now, limit, max_embed_depth, chain)
-        frame: list[Any] = [None] * tree.nslots
+        frame: list[Any] = [None] * self._nslots
         frame[0] = root
-        out = st.out
         try:
-            tree.run(st, out.append, root, frame)
-        except ExecFail as e:
-            raise self._exec_error(e) from None
-        except DepthUnwind as u:
-            raise self._exec_error(u.fail()) from None
-        except LimitFail as e:
-            raise TemplateError(str(e), kind="limit", name=name) from None
-        except RecursionError:
-            raise TemplateError("exceeded maximum template depth (100000)", kind="execute", name=name) from None
-        result = "".join(out)
+            self._main(st, out.append, root, frame)
+        except (ExecFail, DepthUnwind, LimitFail, RecursionError) as e:
+            raise self._error(e) from None
+        return self._finish("".join(out), limit, keep_bytes)
+
+    def _finish(self, result: str, limit: int, keep_bytes: bool) -> str:
         if len(result) > limit:
-            raise TemplateError(f"output exceeds the limit of {limit} characters", kind="limit", name=name)
+            raise TemplateError(f"output exceeds the limit of {limit} characters", kind="limit", name=self._source.name)
         if not keep_bytes and not result.isascii() and _SURROGATES.search(result):
             result = _SURROGATES.sub("\ufffd", result)
         return result
+
+    def _error(self, e: Exception) -> TemplateError:
+        if isinstance(e, ExecFail):
+            return self._exec_error(e)
+        if isinstance(e, DepthUnwind):
+            return self._exec_error(e.fail())
+        if isinstance(e, LimitFail):
+            return TemplateError(str(e), kind="limit", name=self._source.name)
+        return TemplateError("exceeded maximum template depth (100000)", kind="execute", name=self._source.name)
 
     def _render_bytes(self, scope: Any, missing_key: MissingKey = "default") -> bytes:
         """The exact bytes Go would write, including bytes that are not valid UTF-8 (for conformance tests)."""
@@ -369,15 +403,12 @@ class _Embedder:
             start = next(i for i, (k, _b, _n) in enumerate(self.chain) if k == found.key)
             cycle = [*names[start:], found.name]
             raise ExecFail(where, node, "embed cycle: " + " -> ".join(cycle), kind="embed")
-        tmpl = Template.parse(
-            found.text,
-            name=found.name,
-            functions=dict(self.template._funcs_key) if self.template._funcs_key else None,
-            escape_code_regions=self.template._code_regions,
-        )
-        text = tmpl._run(
+        tmpl = _parse_cached(found.text, found.name, self.template._code_regions, self.template._funcs_key)
+        out: list[str] = []
+        inner = HostState(st.missing_error, self.limit, out, self.cancel, self.now)
+        inner.embed = _Embedder(
+            tmpl,
             self.root,
-            st.missing_error,
             self.sources,
             self.cancel,
             self.now,
@@ -385,6 +416,10 @@ class _Embedder:
             self.max_depth,
             (*self.chain, (found.key, found.base or "", found.name)),
         )
+        frame: list[Any] = [None] * tmpl._nslots
+        frame[0] = self.root
+        tmpl._main(inner, out.append, self.root, frame)
+        text = "".join(out)
         return text
 
 
@@ -419,5 +454,9 @@ def render(
     now: Callable[[], Any] | None = None,
 ) -> str:
     """Parse (cached) and render `text` with `scope`. See `Template.parse` and `Template.render`."""
-    tmpl = Template.parse(text, name=name, functions=functions, escape_code_regions=escape_code_regions)
+    if type(text) is not str:
+        raise TypeError(f"template text must be a str, not {type(text).__name__}")
+    tmpl = _parse_cached(
+        text, name or DEFAULT_NAME, escape_code_regions is not False, _funcs_key(functions) if functions else None
+    )
     return tmpl.render(scope, missing_key=missing_key, embed_sources=embed_sources, cancel=cancel, now=now)
