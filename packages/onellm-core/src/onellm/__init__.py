@@ -54,6 +54,10 @@ if TYPE_CHECKING:
     from onellm.clock import SystemClock as SystemClock
     from onellm.definitions import Decider as Decider
     from onellm.definitions import Definition as Definition
+    from onellm.instances import FileInstanceStore as FileInstanceStore
+    from onellm.instances import Instance as Instance
+    from onellm.instances import InstanceStore as InstanceStore
+    from onellm.instances import MemoryInstanceStore as MemoryInstanceStore
     from onellm.messages import Annotation as Annotation
     from onellm.messages import AssetPart as AssetPart
     from onellm.messages import CallWarning as CallWarning
@@ -102,6 +106,10 @@ _LAZY: dict[str, str] = {
     "SystemClock": "onellm.clock",
     "Decider": "onellm.definitions",
     "Definition": "onellm.definitions",
+    "FileInstanceStore": "onellm.instances",
+    "Instance": "onellm.instances",
+    "InstanceStore": "onellm.instances",
+    "MemoryInstanceStore": "onellm.instances",
     "RetryPolicy": "onellm.providers",
     "EventRecordSink": "onellm.records",
     "JsonlRecordSink": "onellm.records",
