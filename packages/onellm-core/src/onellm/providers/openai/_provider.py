@@ -3,7 +3,8 @@ Completions to any base URL, with the server's quirks from the catalog)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -11,7 +12,7 @@ import httpx
 import msgspec
 
 from onellm.clock import Clock
-from onellm.errors import MalformedResponseError, Secret
+from onellm.errors import MalformedResponseError, ProviderError, Secret
 from onellm.messages import Usage
 from onellm.messages._events import MessageAccumulator, StreamEvent
 from onellm.providers._http import HttpCall, HttpTransport, base_url, decode_json
@@ -79,8 +80,6 @@ class OpenAICompatibleProvider:
     ) -> OpenAICompatibleProvider:
         """A provider for a catalog preset: its base URL (overridable by the catalog), and its key from the
         environment variable the preset names."""
-        import os
-
         key = os.environ.get(key_variable) if key_variable else None
         return cls(
             base_url=base_url(default_base_url, configured=options.pop("base_url", None)),
@@ -177,8 +176,6 @@ class OpenAIProvider(OpenAICompatibleProvider):
         name: str = "openai",
         **options: Any,
     ) -> None:
-        import os
-
         from onellm.providers._http import base_url as pick_base_url
 
         if api not in ("responses", "chat"):
@@ -205,6 +202,65 @@ class OpenAIProvider(OpenAICompatibleProvider):
         response = await self._transport.send(self._call("/responses", body))
         return decode_response(response.content, warnings=request.warnings)
 
+    async def count_tokens(self, request: ChatRequest) -> int:
+        """The input tokens OpenAI counts for this request (`POST /responses/input_tokens`)."""
+        full = encode_responses_request(request, properties=self._properties)
+        body = {k: full[k] for k in _COUNT_FIELDS if k in full}
+        response = await self._transport.send(self._call("/responses/input_tokens", body))
+        data = decode_json(response.content, provider=self.name, what="token count")
+        count = data.get("input_tokens") if isinstance(data, dict) else None
+        if not isinstance(count, int) or count < 0:
+            raise MalformedResponseError("the token count answer has no input_tokens", provider=self.name)
+        return count
+
+    async def submit_batch(self, requests: Sequence[ChatRequest]) -> str:
+        """Upload the requests as a batch file and start the batch (24-hour window). Returns the batch id."""
+        batches = _Batches(self)
+        content, content_type = _multipart({"purpose": "batch"}, "onellm-batch.jsonl", batches.lines(list(requests)))
+        upload = self._call("/files", {})
+        upload.body = content
+        upload.headers = {**upload.headers, "content-type": content_type}
+        uploaded = decode_json((await self._transport.send(upload)).content, provider=self.name, what="file upload")
+        body = {"input_file_id": uploaded["id"], "endpoint": batches._endpoint(), "completion_window": "24h"}
+        created = await self._transport.send(self._call("/batches", body))
+        batch = decode_json(created.content, provider=self.name, what="batch")
+        return str(batch["id"])
+
+    async def get_batch(self, batch_id: str) -> dict[str, Any]:
+        """The batch object as OpenAI reports it (`status`, `request_counts`, `output_file_id`, ...)."""
+        call = self._call(f"/batches/{batch_id}", {})
+        call.method, call.body = "GET", None
+        data = decode_json((await self._transport.send(call)).content, provider=self.name, what="batch")
+        if not isinstance(data, dict):
+            raise MalformedResponseError("the batch answer is not an object", provider=self.name)
+        return data
+
+    async def batch_results(self, batch_id: str) -> list[ChatResponse]:
+        """The answers of a completed batch, in the order the requests were submitted."""
+        batch = await self.get_batch(batch_id)
+        if batch.get("status") != "completed":
+            raise ProviderError(f"batch {batch_id} is {batch.get('status')!r}, not completed", provider=self.name)
+        counts = batch.get("request_counts") or {}
+        failed = counts.get("failed")
+        if isinstance(failed, int) and failed > 0:
+            raise ProviderError(
+                f"batch {batch_id}: {failed} of {counts.get('total')} requests failed; their errors are in file "
+                f"{batch.get('error_file_id')!r}",
+                provider=self.name,
+            )
+        output = batch.get("output_file_id")
+        if not output:
+            error_file = batch.get("error_file_id")
+            raise ProviderError(
+                f"batch {batch_id} has no output file" + (f" (errors in {error_file})" if error_file else ""),
+                provider=self.name,
+            )
+        call = self._call(f"/files/{output}/content", {})
+        call.method, call.body = "GET", None
+        content = (await self._transport.send(call)).content
+        total = counts.get("total")
+        return _Batches(self).decode_results(content, total if isinstance(total, int) else None)
+
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         if self.api == "chat":
             async for piece in super().stream(request):
@@ -226,3 +282,94 @@ class OpenAIProvider(OpenAICompatibleProvider):
                     yield item
         if not decoder.finished:
             raise MalformedResponseError("the stream ended before the response completed", provider=self.name)
+
+
+_COUNT_FIELDS = (
+    "model",
+    "input",
+    "instructions",
+    "tools",
+    "text",
+    "reasoning",
+    "tool_choice",
+    "parallel_tool_calls",
+    "truncation",
+)
+
+
+class _Batches:
+    """OpenAI's Batch API over a provider: requests go up as one JSONL file, answers come back as one."""
+
+    def __init__(self, provider: OpenAIProvider) -> None:
+        self.provider = provider
+
+    def _endpoint(self) -> str:
+        return "/v1/responses" if self.provider.api == "responses" else "/v1/chat/completions"
+
+    def _body(self, request: ChatRequest) -> dict[str, Any]:
+        if self.provider.api == "responses":
+            return encode_responses_request(request, store=self.provider.store, properties=self.provider._properties)
+        return encode_chat_request(request, self.provider.flavor)
+
+    def lines(self, requests: list[ChatRequest]) -> bytes:
+        """The batch input file: one request a line, `custom_id` holding its position."""
+        endpoint = self._endpoint()
+        rows = [
+            _ENCODER.encode({"custom_id": f"request-{i}", "method": "POST", "url": endpoint, "body": self._body(r)})
+            for i, r in enumerate(requests)
+        ]
+        return b"\n".join(rows) + b"\n"
+
+    def decode_results(self, data: bytes, count: int | None) -> list[ChatResponse]:
+        """The output file's answers in submission order. A failed request fails the read, naming it."""
+        answers: dict[int, ChatResponse] = {}
+        for number, line in enumerate(data.splitlines(), start=1):
+            if not line.strip():
+                continue
+            row = decode_json(line, provider=self.provider.name, what=f"batch output line {number}")
+            custom_id = str(row.get("custom_id", ""))
+            if not custom_id.startswith("request-") or not custom_id[8:].isdigit():
+                raise MalformedResponseError(
+                    f"batch output line {number} has custom_id {custom_id!r}, not one onellm wrote",
+                    provider=self.provider.name,
+                )
+            position = int(custom_id[8:])
+            response = row.get("response") or {}
+            status = response.get("status_code")
+            if row.get("error") or status != 200:
+                detail = row.get("error") or (response.get("body") or {}).get("error") or {}
+                message = detail.get("message") if isinstance(detail, dict) else str(detail)
+                raise ProviderError(
+                    f"batch request {custom_id} failed: {message or 'no detail'}",
+                    provider=self.provider.name,
+                    status=status if isinstance(status, int) else None,
+                )
+            body = _ENCODER.encode(response.get("body"))
+            if self.provider.api == "responses":
+                answers[position] = decode_response(body)
+            else:
+                answers[position] = decode_chat_completion(body, self.provider.flavor)
+        expected = count if count is not None else (max(answers) + 1 if answers else 0)
+        missing = [i for i in range(expected) if i not in answers]
+        if missing:
+            raise MalformedResponseError(
+                f"the batch output lacks answers for request(s) {missing}", provider=self.provider.name
+            )
+        return [answers[i] for i in range(expected)]
+
+
+def _multipart(fields: Mapping[str, str], file_name: str, content: bytes) -> tuple[bytes, str]:
+    boundary = "onellm-" + os.urandom(12).hex()
+    parts: list[bytes] = []
+    for name, value in fields.items():
+        parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode())
+    parts.append(
+        (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{file_name}"\r\n'
+            "Content-Type: application/jsonl\r\n\r\n"
+        ).encode()
+        + content
+        + b"\r\n"
+    )
+    parts.append(f"--{boundary}--\r\n".encode())
+    return b"".join(parts), f"multipart/form-data; boundary={boundary}"
