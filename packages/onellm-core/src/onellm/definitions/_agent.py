@@ -9,7 +9,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from onellm.definitions._common import DefinitionWarning, Persisted, Reader, Step, layout, read_source
+from onellm.definitions._common import DefinitionWarning, Persisted, Reader, Step, layout, read_source, type_name
 from onellm.errors import BadDefinitionError
 from onellm.yamlio import load_document
 
@@ -533,14 +533,8 @@ def _read_headers(r: Reader, value: Any) -> dict[str, str]:
         if type(key) is not str:
             raise r.error("a header name must be a string", ["headers", key], key=True)
         if type(v) is not str:
-            raise r.error(f"a header value must be a string (a template), found {_type(v)}", ["headers", key])
+            raise r.error(f"a header value must be a string (a template), found {type_name(v)}", ["headers", key])
     return d
-
-
-def _type(value: Any) -> str:
-    from onellm.definitions._common import type_name
-
-    return type_name(value)
 
 
 @dataclass(eq=False)

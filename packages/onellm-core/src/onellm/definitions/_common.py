@@ -6,7 +6,7 @@ import contextlib
 import copy
 import os
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -271,6 +271,3 @@ class Persisted:
             self._doc.mark_saved(text)
         self._path = target
         self._snapshot = copy.deepcopy(self.to_data())
-
-
-Check = Callable[[Any], "str | None"]
