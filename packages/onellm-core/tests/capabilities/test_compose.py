@@ -142,3 +142,15 @@ def test_values_are_immutable_and_hashable(tree: Path) -> None:
     with pytest.raises(AttributeError):
         caps.read_roots = ()  # type: ignore[misc]
     assert hash(caps) == hash(Capabilities.files(tree) + Capabilities.network("a.example"))
+
+
+def test_importing_capabilities_stays_light() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from onellm import Capabilities; Capabilities.files('.') + Capabilities.network('a.example'); "
+        "print(sorted(m for m in ('httpx', 'httpcore', 'anyio', 'ruamel.yaml') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]"

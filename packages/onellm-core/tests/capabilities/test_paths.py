@@ -339,3 +339,25 @@ def test_resolution_agrees_with_the_system_and_never_leaves_the_root(shared_tree
         assert str(got) == os.path.realpath(os.path.join(root, rel)), rel
     assert allowed > 20
     assert refused > 20
+
+
+def test_a_state_directory_that_is_a_link_is_protected_by_both_names(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "elsewhere").mkdir(parents=True)
+    (root / "elsewhere" / "i.yaml").write_text("i")
+    os.symlink("elsewhere", root / ".onellm")
+    caps = Capabilities.files(root)
+    for path in (root / ".onellm" / "i.yaml", root / "elsewhere" / "i.yaml"):
+        with pytest.raises(CapabilityDeniedError) as info:
+            caps.resolve_read(path)
+        assert info.value.rule == "protected-state"
+
+
+def test_a_state_directory_replaced_by_a_link_later_is_still_refused_by_name(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "elsewhere").mkdir(parents=True)
+    caps = Capabilities.files(root)
+    os.symlink("elsewhere", root / ".onellm")
+    with pytest.raises(CapabilityDeniedError) as info:
+        caps.resolve_write(root / ".onellm" / "forged.yaml")
+    assert info.value.rule == "protected-state"

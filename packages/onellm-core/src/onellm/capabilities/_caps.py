@@ -382,8 +382,10 @@ class Capabilities:
         alias = short_alias_problem(resolved, os.fspath(root))
         if alias is not None:
             raise _deny(f"Path {text!r} is refused: {alias}.", text, "short-name")
+        # The path as written counts too, so a state directory replaced by a link stays out of reach by its name.
+        written = os.path.normpath(os.path.join(self._base(base), text))
         for protected in self.protected_paths:
-            if is_within(resolved, os.fspath(protected), flavor):
+            if is_within(resolved, os.fspath(protected), flavor) or is_within(written, os.fspath(protected), flavor):
                 raise _deny(
                     f"Path {text!r} ({resolved}) is inside the runtime's protected state ({protected}).",
                     text,
@@ -993,7 +995,18 @@ def _roots(paths: Iterable[str | os.PathLike[str]]) -> tuple[Path, ...]:
 
 
 def _state_dirs(roots: Iterable[Path]) -> tuple[Path, ...]:
-    return tuple(r / STATE_DIR_NAME for r in roots)
+    """`.onellm` under each root, and its real path too when it is a link to somewhere else."""
+    out: list[Path] = []
+    for root in roots:
+        state = root / STATE_DIR_NAME
+        out.append(state)
+        try:
+            real = Path(resolve_real(state, os.fspath(root)))
+        except SymlinkLoopError:
+            continue
+        if real != state:
+            out.append(real)
+    return _unique(tuple(out))
 
 
 def _intersect_roots(a: Sequence[Path], b: Sequence[Path]) -> tuple[Path, ...]:
