@@ -7,7 +7,7 @@ from typing import Any
 from onellm.messages import Message, TextPart
 from onellm.messages._events import TextDelta
 from onellm.providers._request import ChatRequest
-from onellm.providers.openai import OpenAICompatibleProvider
+from onellm.providers.openai import OpenAICompatibleProvider, OpenAIProvider
 
 KEY = "bench-key"
 
@@ -25,10 +25,15 @@ def to_messages(turns: list[tuple[str, str]]) -> list[Message]:
 
 class OnellmClient:
     name = "onellm"
-    formats = ("openai-chat",)
+    formats = ("openai-chat", "openai-responses")
 
     def __init__(self, base: str) -> None:
-        self.chat = OpenAICompatibleProvider(base_url=f"{base}/v1", api_key=KEY, name="openai", first_party=True)
+        self.providers: dict[str, Any] = {
+            "openai-chat": OpenAICompatibleProvider(
+                base_url=f"{base}/v1", api_key=KEY, name="openai", first_party=True
+            ),
+            "openai-responses": OpenAIProvider(base_url=f"{base}/v1", api_key=KEY),
+        }
         self._messages: dict[int, list[Message]] = {}
 
     def _request(self, turns: list[tuple[str, str]], model: str) -> ChatRequest:
@@ -39,12 +44,12 @@ class OnellmClient:
         return ChatRequest(model=model, messages=messages)
 
     async def request(self, fmt: str, turns: list[tuple[str, str]], model: str) -> str:
-        response = await self.chat.send(self._request(turns, model))
+        response = await self.providers[fmt].send(self._request(turns, model))
         return response.message.text
 
     async def stream(self, fmt: str, turns: list[tuple[str, str]], model: str, *, first_only: bool) -> int:
         count = 0
-        events = self.chat.stream(self._request(turns, model))
+        events = self.providers[fmt].stream(self._request(turns, model))
         try:
             async for event in events:
                 if type(event) is TextDelta:
@@ -56,7 +61,8 @@ class OnellmClient:
         return count
 
     async def aclose(self) -> None:
-        await self.chat.aclose()
+        for provider in self.providers.values():
+            await provider.aclose()
 
     def __repr__(self) -> str:
         return f"OnellmClient({self.formats})"
