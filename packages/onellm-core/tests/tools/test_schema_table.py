@@ -391,3 +391,9 @@ def test_field_descriptions_from_attribute_docstrings() -> None:
             "name": {"type": "string", "description": "Display name.", "default": ""},
         },
     )
+
+
+def test_json_schema_for_returns_a_copy_of_the_cached_schema() -> None:
+    first = json_schema_for(Item)
+    first["properties"]["sku"]["description"] = "changed"
+    assert json_schema_for(Item)["properties"]["sku"]["description"] == "Stock keeping unit."

@@ -950,14 +950,41 @@ def object_type(props: list[Property], build: Callable[[dict[str, Any]], Any]) -
     return JsonType(ordered(schema), convert, hashable=False)
 
 
+_CACHE: dict[Any, JsonType] = {}
+_CACHE_SIZE: Final = 1024
+
+
 def compile_type(tp: Any, *, where: str | None = None) -> JsonType:
-    """Compile a type to its schema and converter; raises `TypeError` for a type with no schema."""
-    return _Compiler().compile(tp, where or _type_name(tp))
+    """Compile a type to its schema and converter; raises `TypeError` for a type with no schema.
+
+    Results are cached per type (structured output asks for the same type call after call), so the returned
+    `schema` is shared: treat it as read-only, or use `json_schema_for`, which returns a copy.
+    """
+    try:
+        hit = _CACHE.get(tp)
+    except TypeError:  # an unhashable annotation (some metadata objects are)
+        return _Compiler().compile(tp, where or _type_name(tp))
+    if hit is not None:
+        return hit
+    node = _Compiler().compile(tp, where or _type_name(tp))
+    if len(_CACHE) >= _CACHE_SIZE:
+        _CACHE.pop(next(iter(_CACHE)), None)
+    _CACHE[tp] = node
+    return node
 
 
 def json_schema_for(tp: Any) -> dict[str, Any]:
-    """The JSON Schema fragment for a Python type, as written for tools and structured output."""
-    return compile_type(tp).schema
+    """The JSON Schema fragment for a Python type, as written for tools and structured output (a fresh copy)."""
+    copied: dict[str, Any] = _copy_json(compile_type(tp).schema)
+    return copied
+
+
+def _copy_json(value: Any) -> Any:
+    if type(value) is dict:
+        return {k: _copy_json(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_copy_json(v) for v in value]
+    return value
 
 
 # -------------------------------------------------------------------------------------------------------- results
