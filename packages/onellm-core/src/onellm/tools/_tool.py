@@ -271,7 +271,7 @@ class Tool(Generic[P, R]):
         self.description = description
         """What the tool does, for the model."""
         self.input_schema = input_schema
-        """The closed object schema of the arguments."""
+        """The closed object schema of the arguments. Read-only: fragments are shared between tools of the same types."""
         self.output_schema = output_schema
         """The schema of the return type, when it is a typed value (not sent to the model)."""
         self.ends_loop = ends_loop
