@@ -311,3 +311,17 @@ def test_shipped_catalog_loads_without_the_yaml_loader() -> None:
     env = {k: v for k, v in os.environ.items() if k != "ONELLM_CATALOG"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert out.stdout.strip() == "False"
+
+
+def test_describe_lists_values_with_their_layer() -> None:
+    catalog = Catalog.shipped().with_overrides(
+        {"name": "anthropic", "models": [{"name": "claude-sonnet-5-5", "pricing": {"outputPerMillion": 9}}]}
+    )
+    rows = {path: (value, layer) for path, value, layer in catalog.describe("claude-sonnet")}
+    assert rows["name"] == ("claude-sonnet-5-5", "shipped")
+    assert rows["contextWindow"] == (1_000_000, "shipped")
+    assert rows["pricing.inputPerMillion"] == (2, "shipped")
+    assert rows["pricing.outputPerMillion"] == (9, "code")
+    assert rows["pricing.asOf"] == ("2026-11-05", "shipped")
+    assert rows["pricing.multipliers.region:us"][1] == "shipped"
+    assert catalog.describe("gpt-9") == [("name", "gpt-9", None)]

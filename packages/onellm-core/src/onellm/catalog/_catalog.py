@@ -471,8 +471,13 @@ class Catalog:
         """The layer and file that set the effective value at `path`, or None when no layer sets it."""
         steps = parse_value_path(path)
         key = provider.lower()
-        for layer in reversed(self.layers):
-            for file, data in reversed(list(layer.providers())):
+        # A name is the merge key, not a value a higher layer changes: it comes from the layer that introduced the
+        # provider or model.
+        introduced = steps[-1] == ("name", None) and (len(steps) == 1 or steps[-2][0] == "models")
+        layers = self.layers if introduced else tuple(reversed(self.layers))
+        for layer in layers:
+            sources = list(layer.providers())
+            for file, data in sources if introduced else reversed(sources):
                 if data["name"].lower() != key:
                     continue
                 found, _ = lookup(data, steps)
@@ -657,6 +662,32 @@ class Catalog:
         return ModelNotFoundError(
             f"no model named {model!r}{where} in the catalog{hint}", name=requested, candidates=near
         )
+
+    def describe(self, name: str) -> list[tuple[str, Any, str | None]]:
+        """A resolved model's effective values with the layer that set each: (path, value, layer).
+
+        Paths are relative to the model (`pricing.inputPerMillion`); mappings are flattened, lists are shown whole.
+        A model matched by a pattern (not listed) shows only its name.
+        """
+        resolved = self.resolve(name)
+        prefix = f"presets.{resolved.preset}." if resolved.preset is not None else ""
+        base = f"{prefix}models[{resolved.name}]"
+        out: list[tuple[str, Any, str | None]] = []
+
+        def walk(value: Any, path: str) -> None:
+            if isinstance(value, Mapping) and value:
+                for key, item in value.items():
+                    step = f"{path}.{key}" if "." not in str(key) else f"{path}[{key}]"
+                    walk(item, step)
+                return
+            rel = path[len(base) + 1 :]
+            out.append((rel, value, self.source_of(resolved.provider, path)))
+
+        listed = self.value_of(resolved.provider, base)
+        if listed is None:
+            return [("name", resolved.name, None)]
+        walk(resolved.entry.data, base)
+        return out
 
     def find_stale(self, today: _dt.date, *, max_age_days: int = 180) -> list[tuple[str, str, _dt.date]]:
         """Every price older than `max_age_days` on `today`: (provider:model, value path, asOf)."""
