@@ -361,3 +361,25 @@ def test_a_state_directory_replaced_by_a_link_later_is_still_refused_by_name(tmp
     with pytest.raises(CapabilityDeniedError) as info:
         caps.resolve_write(root / ".onellm" / "forged.yaml")
     assert info.value.rule == "protected-state"
+
+
+def test_git_role_directories_count_below_the_root_only(tmp_path: Path) -> None:
+    root = tmp_path / "info" / "project"
+    root.mkdir(parents=True)
+    caps = Capabilities.files(root) + Capabilities.shell_commands("git status")
+    assert caps.resolve_write(root / "src" / "main.py") == root / "src" / "main.py"
+    for rel in ("hooks/x", "src/info/y", "config", "sub/.gitconfig"):
+        with pytest.raises(CapabilityDeniedError) as info:
+            caps.resolve_write(root / rel)
+        assert info.value.rule == "git-role", rel
+
+
+def test_a_link_named_config_is_refused_while_git_can_run(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "settings").write_text("x")
+    os.symlink("settings", root / "config")
+    caps = Capabilities.files(root) + Capabilities.shell_commands("git status")
+    with pytest.raises(CapabilityDeniedError) as info:
+        caps.resolve_write(root / "config")
+    assert info.value.rule == "git-role"

@@ -392,9 +392,11 @@ class Capabilities:
                     "protected-state",
                 )
         if write and not self.repo_control_writes:
-            self._check_repository_rules(text, resolved, base)
+            self._check_repository_rules(text, resolved, base, root)
 
-    def _check_repository_rules(self, text: str, resolved: str, base: str | os.PathLike[str] | None) -> None:
+    def _check_repository_rules(
+        self, text: str, resolved: str, base: str | os.PathLike[str] | None, root: Path
+    ) -> None:
         _, names = split_components(resolved, current_flavor())
         # The names as written count too: a control name that a link or `..` would hide is still refused.
         _, written = split_components(os.path.join(self._base(base), text), current_flavor())
@@ -407,15 +409,20 @@ class Capabilities:
                 )
         self._check_git_directories(text, resolved)
         if self.git_ceiling and names:
-            final = name_key(names[-1])
-            if final in GIT_ROLE_FILES:
-                raise _deny(
-                    f"Path {text!r} ({resolved}): a file named {names[-1]!r} is refused while git can run "
-                    "(git is on the shell allow-list, or the grants carry the git ceiling).",
-                    text,
-                    "git-role",
-                )
-            for name in names[:-1]:
+            # Both spellings count: the real one, and the one written (a link named `config` is read by git).
+            finals = (names[-1], *written[-1:])
+            for final in finals:
+                if name_key(final) in GIT_ROLE_FILES:
+                    raise _deny(
+                        f"Path {text!r} ({resolved}): a file named {final!r} is refused while git can run "
+                        "(git is on the shell allow-list, or the grants carry the git ceiling).",
+                        text,
+                        "git-role",
+                    )
+            # Directories above the root do not count here (a root under `~/info/` stays usable); those that are git
+            # directories or control directories are caught by the rules above.
+            _, root_names = split_components(os.fspath(root), current_flavor())
+            for name in names[len(root_names) : -1]:
                 if name_key(name) in GIT_ROLE_DIRS:
                     raise _deny(
                         f"Path {text!r} ({resolved}) is under a directory named {name!r}, refused while git can run "
