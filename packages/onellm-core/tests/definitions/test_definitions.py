@@ -340,3 +340,27 @@ def test_integer_question_ids_keep_their_key() -> None:
     decider.model = "n"
     assert Decider.loads(decider.dumps()).questions == decider.questions
     assert "\n  1:" in decider.dumps()
+
+
+def test_decider_schema_beside_the_definition(tmp_path: Path) -> None:
+    folder = tmp_path / "triage"
+    folder.mkdir()
+    (folder / "decider.yaml").write_text(_decider())
+    (folder / "decider.schema.json").write_text(
+        '{"inputs": {"type": "object", "required": ["title"], "properties": {"title": {"type": "string"}}},\n'
+        ' "outputs": {"type": "object", "properties": {"score": {"minimum": 0.5}}}}\n'
+    )
+    decider = Decider.load(folder)
+    assert decider.input_schema == {
+        "type": "object",
+        "required": ["title"],
+        "properties": {"title": {"type": "string"}},
+    }
+    assert decider.output_schema == {"type": "object", "properties": {"score": {"minimum": Decimal("0.5")}}}
+    (tmp_path / "spam.decider.yaml").write_text(_decider())
+    assert Decider.load(tmp_path / "spam.decider.yaml").schema is None
+    (tmp_path / "spam.decider.schema.json").write_text('{"inputs": {"type": "object"},\n  "outputs": [1,,]}')
+    with pytest.raises(BadDefinitionError) as info:
+        Decider.load(tmp_path / "spam.decider.yaml")
+    assert info.value.file == str(tmp_path / "spam.decider.schema.json")
+    assert (info.value.line, info.value.column) == (2, 17)

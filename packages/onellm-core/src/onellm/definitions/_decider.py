@@ -13,7 +13,7 @@ from typing import Any
 from onellm.definitions._common import DefinitionWarning, Persisted, Reader, Step, layout, read_source, type_name
 from onellm.yamlio import load_document
 
-__all__ = ["CacheOptions", "Decider", "LlmOptions", "Question", "decider_name"]
+__all__ = ["CacheOptions", "Decider", "LlmOptions", "Question", "decider_name", "read_schema"]
 
 QUESTION_TYPES = ("choice", "score", "noul")
 _QUESTION_ID = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
@@ -266,6 +266,8 @@ class Decider(Persisted):
     extra: dict[str, Any] = field(default_factory=dict)
     name: str | None = None
     """The decider's name (from its file or folder); not a key of the file."""
+    schema: dict[str, Any] | None = None
+    """The `decider.schema.json` beside the definition (`inputs`, `outputs`), when `load` found one."""
     warnings: list[DefinitionWarning] = field(default_factory=list)
     file: str | None = None
     _keys: tuple[Any, ...] | None = field(default=None, init=False, repr=False, compare=False)
@@ -288,9 +290,24 @@ class Decider(Persisted):
             return self.cache.key
         return self.name
 
+    @property
+    def input_schema(self) -> dict[str, Any] | None:
+        """The `inputs` schema of the `decider.schema.json` beside the definition, if it declares one."""
+        found = self.schema.get("inputs") if self.schema else None
+        return found if isinstance(found, dict) else None
+
+    @property
+    def output_schema(self) -> dict[str, Any] | None:
+        """The `outputs` schema of the `decider.schema.json` beside the definition, if it declares one."""
+        found = self.schema.get("outputs") if self.schema else None
+        return found if isinstance(found, dict) else None
+
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, strict: bool = True) -> Decider:
-        """Read a `decider.yaml` (or the one in a directory).
+        """Read a `decider.yaml` (or the one in a directory), and the `decider.schema.json` beside it if present.
+
+        The schema file is the definition's name with `.yaml` replaced by `.schema.json` (`decider.schema.json`,
+        `triage.decider.schema.json`).
 
         Raises:
             BadDefinitionError: with the file and the 1-based line and column of the offending node.
@@ -298,6 +315,10 @@ class Decider(Persisted):
         text, file, resolved = read_source(path, default_name="decider.yaml")
         decider = cls.loads(text, file=file, strict=strict, name=decider_name(resolved))
         decider._path = resolved
+        stem = resolved.name[: -len(resolved.suffix)] if resolved.suffix else resolved.name
+        beside = resolved.with_name(stem + ".schema.json")
+        if beside.is_file():
+            decider.schema = read_schema(beside)
         return decider
 
     @classmethod
@@ -367,3 +388,28 @@ class Decider(Persisted):
             out["cache"] = self.cache.to_data()
         out.update(self.extra)
         return layout(out, self._keys)
+
+
+_BYTE = re.compile(r"\(byte (\d+)\)")
+
+
+def read_schema(path: Path) -> dict[str, Any]:
+    """Read a `decider.schema.json`: a JSON object. Errors carry the file, line and column."""
+    import msgspec
+
+    from onellm.errors import BadDefinitionError
+    from onellm.yamlio import decode_text, position_of_offset
+
+    raw = path.read_bytes()
+    text = decode_text(raw, file=str(path))
+    try:
+        data = msgspec.json.Decoder(float_hook=Decimal).decode(raw)
+    except msgspec.DecodeError as exc:
+        found = _BYTE.search(str(exc))
+        offset = len(raw[: int(found[1])].decode("utf-8", errors="replace")) if found else 0
+        line, column = position_of_offset(text, offset)
+        detail = str(exc).split(" (byte")[0]
+        raise BadDefinitionError(detail, file=str(path), line=line, column=column) from None
+    if not isinstance(data, dict):
+        raise BadDefinitionError("a decider schema file holds a JSON object", file=str(path), line=1, column=1)
+    return data
