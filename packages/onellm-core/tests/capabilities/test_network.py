@@ -300,6 +300,13 @@ def test_allows_connection_is_the_address_check() -> None:
     assert ANY.allows_connection("anything.example", 80, PUBLIC)
     assert not ANY.allows_connection("anything.example", 80, "not an address")
     assert not NONE.allows_connection("example.com", 80, PUBLIC)
+    internal = Capabilities.network("api.internal", "10.0.0.0/8", "localhost:3000")
+    assert internal.allows_connection("api.internal", 80, "10.1.2.3")
+    assert internal.allows_connection("api.internal", 80, PUBLIC)
+    assert not internal.allows_connection("api.internal", 80, "192.168.0.1")
+    assert internal.allows_connection("api.internal", 3000, "127.0.0.1")
+    assert not internal.allows_connection("api.internal", 80, "127.0.0.1")
+    assert not internal.allows_connection("other.internal", 80, "10.1.2.3"), "the host must be granted too"
 
 
 def test_intersection_never_reaches_a_kind_of_address_one_side_lacks() -> None:
@@ -489,12 +496,27 @@ async def test_redirect_to_an_ungranted_host_is_refused_before_it_is_requested(o
 @pytest.mark.anyio
 async def test_redirect_to_a_name_resolving_to_loopback_is_refused(origins: tuple[str, str]) -> None:
     a, b = origins
+    port_a = a.rsplit(":", 1)[1]
     port = b.rsplit(":", 1)[1]
-    grants = Capabilities.network("127.0.0.1", "api.test")
+    grants = Capabilities.network(f"127.0.0.1:{port_a}", "api.test")
     async with EgressClient(grants, resolver=FakeResolver({"api.test": ["127.0.0.1"]})) as client:
         with pytest.raises(CapabilityDeniedError) as info:
             await client.get(f"{a}/redirect?status=302&to=http://api.test:{port}/echo")
     assert info.value.rule == "address-not-allowed"
+
+
+@pytest.mark.anyio
+async def test_a_name_reaches_a_private_address_only_when_an_address_entry_grants_it(origins: tuple[str, str]) -> None:
+    _, b = origins
+    port = b.rsplit(":", 1)[1]
+    resolver = FakeResolver({"svc.internal": ["127.0.0.1"]})
+    async with EgressClient(Capabilities.network("svc.internal"), resolver=resolver) as client:
+        with pytest.raises(CapabilityDeniedError):
+            await client.get(f"http://svc.internal:{port}/echo")
+    granted = Capabilities.network("svc.internal", f"127.0.0.1:{port}")
+    async with EgressClient(granted, resolver=resolver) as client:
+        response = await client.get(f"http://svc.internal:{port}/echo")
+    assert response.json()["headers"]["host"] == f"svc.internal:{port}"
 
 
 @pytest.mark.anyio

@@ -294,17 +294,6 @@ class NetworkEntry:
         addr = parse_address(host)
         return addr is not None and _in_network(addr, self.network)
 
-    def allows(self, host: str, port: int, address: IPAddress) -> bool:
-        """Whether the entry covers a connection to `address` made for `host:port`."""
-        if not self.matches_name(host, port):
-            return False
-        if self.kind in ("name", "suffix"):
-            return is_public(address)
-        if self.kind == "localhost":
-            return is_loopback(address)
-        literal = parse_address(host)
-        return literal is not None and _same_address(literal, address) and _in_network(address, self.network)
-
 
 def _parse_port(text: str, entry: str) -> int:
     if not text.isdigit() or not 0 < int(text) < 65536:
@@ -405,7 +394,13 @@ class NetworkGrant:
         return any(e.matches_name(h, port) for e in self.entries)
 
     def allows_connection(self, host: str, port: int, address: str | IPAddress) -> bool:
-        """The check made when a connection opens: `host` is the URL's host, `address` the one about to be dialled."""
+        """The check made when a connection opens: `host` is the URL's host, `address` the one about to be dialled.
+
+        The host must pass `allows_host`, and the address must be granted: a public address through a name entry
+        matching the host (or `any_public`), any other address only through an address, range or `localhost` entry
+        that covers it. So a name entry never reaches a private address by itself, and a connection never reaches an
+        address the grant does not name or treat as public.
+        """
         try:
             h = normalize_host(host)
         except ValueError:
@@ -416,9 +411,20 @@ class NetworkGrant:
         literal = parse_address(h)
         if literal is not None and not _same_address(literal, addr):
             return False
-        if self.any_public and is_public(addr):
+        if not self.allows_host(h, port):
+            return False
+        for entry in self.entries:
+            if entry.port is not None and entry.port != port:
+                continue
+            if entry.kind == "address" and _in_network(addr, entry.network):
+                return True
+            if entry.kind == "localhost" and is_loopback(addr):
+                return True
+        if not is_public(addr):
+            return False
+        if self.any_public:
             return True
-        return any(e.allows(h, port, addr) for e in self.entries)
+        return any(e.kind in ("name", "suffix") and e.matches_name(h, port) for e in self.entries)
 
 
 def _public_names(entries: frozenset[NetworkEntry]) -> frozenset[NetworkEntry]:
