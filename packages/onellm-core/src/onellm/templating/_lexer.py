@@ -13,6 +13,7 @@ actions) does not open an action, so it prints literally; positions stay those o
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 __all__ = ["Token", "lex"]
@@ -73,6 +74,23 @@ Token = tuple[int, int, str, int]
 
 _SPACE = " \t\r\n"
 _TERMINATORS = frozenset(" \t\r\n.,|:)(")
+
+
+_OPENER = re.compile(r"`|~~~")
+_WORD = re.compile(r"[0-9A-Za-z_]*")
+
+
+def _word_end(text: str, q: int) -> int:
+    """End of the identifier characters starting at q (ASCII fast path, Go's rules beyond ASCII)."""
+    m = _WORD.match(text, q)
+    q = m.end() if m is not None else q
+    n = len(text)
+    while q < n and not text[q].isascii() and is_alnum(text[q]):
+        q += 1
+        m = _WORD.match(text, q)
+        if m is not None:
+            q = m.end()
+    return q
 
 
 def is_alnum(c: str) -> bool:
@@ -294,9 +312,7 @@ def _lex_action(text: str, p: int, line: int, toks: list[Token]) -> tuple[int, i
         elif c == "+" or c == "-" or c == "." or "0" <= c <= "9":
             p = _lex_number(text, p, line, toks)
         elif is_alnum(c):
-            q = p + 1
-            while q < n and is_alnum(text[q]):
-                q += 1
+            q = _word_end(text, p + 1)
             if not _at_terminator(text, q):
                 raise _LexError(f"bad character {go_rune(text[q])}", start, line)
             word = text[p:q]
@@ -316,13 +332,11 @@ def _lex_action(text: str, p: int, line: int, toks: list[Token]) -> tuple[int, i
 
 
 def _lex_field_or_var(text: str, p: int, typ: int, line: int, toks: list[Token]) -> int:
-    n = len(text)
     q = p + 1
     if _at_terminator(text, q):
         toks.append((typ if typ == T_VARIABLE else T_DOT, p, text[p:q], line))
         return q
-    while q < n and is_alnum(text[q]):
-        q += 1
+    q = _word_end(text, q)
     if not _at_terminator(text, q):
         raise _LexError(f"bad character {go_rune(text[q])}", p, line)
     toks.append((typ, p, text[p:q], line))
@@ -417,12 +431,13 @@ class _CodeRegionFinder:
         text = self.text
         i = p
         while i < limit:
-            c = text[i]
-            if c == "`":
+            m = _OPENER.search(text, i, limit)
+            if m is None:
+                return -1
+            i = m.start()
+            if text[i] == "`" or self._fence_at(i) is not None:
                 return i
-            if c == "~" and self._fence_at(i) is not None:
-                return i
-            i += 1
+            i = m.end()
         return -1
 
     def _line_start_ok(self, i: int) -> bool:
