@@ -159,6 +159,8 @@ class Done(msgspec.Struct, frozen=True):
 
     finish_reason: str | None = None
     """Why the model stopped: `stop`, `length`, `tool_calls`, `content_filter`, `refusal`, ..."""
+    extra: dict[str, Any] | None = None
+    """Extension data for the message (`Message.extra`), such as a provider's response fields it has no part for."""
 
 
 StreamEvent: TypeAlias = (
@@ -244,12 +246,13 @@ class MessageAccumulator:
     ```
     """
 
-    __slots__ = ("_blocks", "_done", "_order", "finish_reason", "model", "response_id", "usage")
+    __slots__ = ("_blocks", "_done", "_extra", "_order", "finish_reason", "model", "response_id", "usage")
 
     def __init__(self) -> None:
         self._blocks: dict[int, _Block] = {}
         self._order: list[int] = []
         self._done = False
+        self._extra: dict[str, Any] = {}
         self.usage: Usage | None = None
         """Usage merged from every usage event so far."""
         self.finish_reason: str | None = None
@@ -337,6 +340,8 @@ class MessageAccumulator:
             self.response_id = event.response_id
         elif isinstance(event, Done):
             self.finish_reason = event.finish_reason
+            if event.extra:
+                self._extra.update(event.extra)
             self._done = True
         else:
             raise TypeError(f"not a stream event: {event!r}")
@@ -380,6 +385,7 @@ class MessageAccumulator:
             assistant=assistant,
             tool_calls=calls,
             usage=None if usage is None else msgspec.structs.replace(usage),
+            extra=dict(self._extra),
         )
 
     @staticmethod
