@@ -607,3 +607,33 @@ async def test_one_pool_per_network_policy() -> None:
     assert first is not wider
     for client in (first, other, wider):
         await client.aclose()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("status", [301, 302])
+async def test_301_302_after_post_continue_as_get(origins: tuple[str, str], status: int) -> None:
+    a, _ = origins
+    async with EgressClient(LOOPBACK) as client:
+        response = await client.post(f"{a}/redirect?status={status}&to=/echo", json={"k": 1})
+    echoed = response.json()
+    assert echoed["method"] == "GET"
+    assert echoed["body"] == ""
+    assert "content-type" not in echoed["headers"]
+
+
+@pytest.mark.anyio
+async def test_json_body_and_head_through_303(origins: tuple[str, str]) -> None:
+    a, _ = origins
+    async with EgressClient(LOOPBACK) as client:
+        posted = await client.post(f"{a}/echo", json={"k": [1, 2]})
+        head = await client.request("HEAD", f"{a}/redirect?status=303&to=/echo")
+    assert posted.json()["body"] == '{"k":[1,2]}'
+    assert posted.json()["headers"]["content-type"] == "application/json"
+    assert head.status_code == 200
+    assert head.request.method == "HEAD"
+
+
+def test_invalid_hosts_are_not_allowed() -> None:
+    assert not NAMES.allows_host("", 80)
+    assert not NAMES.allows_connection("bad host", 80, PUBLIC)
+    assert not ANY.allows_connection("example.org", 80, "")
