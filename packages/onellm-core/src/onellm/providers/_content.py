@@ -4,6 +4,7 @@ result text, and the argument text of a tool call."""
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -13,7 +14,7 @@ from onellm.errors import CapabilityMissingError
 if TYPE_CHECKING:
     from onellm.messages import AssetPart, Part
 
-__all__ = ["asset_base64", "asset_url", "json_text", "parse_arguments", "result_text"]
+__all__ = ["asset_base64", "asset_url", "json_text", "parse_arguments", "result_text", "strict_schema"]
 
 _ENCODER = msgspec.json.Encoder(decimal_format="number")
 
@@ -98,3 +99,33 @@ def result_text(parts: list[Part] | None) -> str:
         else:
             pieces.append(json_text(part.to_data()))
     return "\n".join(pieces)
+
+
+def strict_schema(
+    schema: Mapping[str, Any],
+    convert: Callable[[Mapping[str, Any]], Any],
+    *,
+    what: str,
+    warnings: list[Any],
+) -> tuple[dict[str, Any], bool]:
+    """A schema for a provider's strict mode: (schema to send, strict). Keywords the provider cannot take are removed
+    and named in a warning; a schema that cannot be strict at all is sent as it is, non-strict, with a warning."""
+    from onellm.messages import CallWarning
+
+    conversion = convert(schema)
+    if not conversion.strict:
+        warnings.append(
+            CallWarning(
+                kind="parameter_stripped",
+                message=f"{what} cannot use strict mode ({conversion.reason}); sent without it",
+            )
+        )
+        return dict(schema), False
+    if conversion.removed:
+        warnings.append(
+            CallWarning(
+                kind="parameter_stripped",
+                message=f"{what}: strict mode takes no {', '.join(conversion.removed)}; removed (the tool still checks them)",
+            )
+        )
+    return dict(conversion.schema), True

@@ -44,8 +44,9 @@ from onellm.messages._events import (
     ToolCallStart,
     UsageEvent,
 )
-from onellm.providers._content import asset_base64, asset_url, json_text, result_text
-from onellm.providers._request import ChatRequest, ChatResponse, FinishReason
+from onellm.providers._content import asset_base64, asset_url, json_text, result_text, strict_schema
+from onellm.providers._request import ChatRequest, ChatResponse, FinishReason, ToolDefinition
+from onellm.tools._provider_schemas import for_openai
 
 __all__ = [
     "ChatFlavor",
@@ -122,7 +123,7 @@ def encode_chat_request(request: ChatRequest, flavor: ChatFlavor, *, stream: boo
     if request.stop_sequences:
         body["stop"] = list(request.stop_sequences)
     if request.tools:
-        body["tools"] = [_tool(t) for t in request.tools]
+        body["tools"] = [_tool(t, request.warnings) for t in request.tools]
     for hosted in request.hosted_tools:
         request.warnings.append(
             CallWarning(
@@ -151,9 +152,14 @@ def encode_chat_request(request: ChatRequest, flavor: ChatFlavor, *, stream: boo
                     parameter="response_format",
                     model=request.model,
                 )
+            schema, strict = dict(fmt.schema or {}), False
+            if fmt.strict:
+                schema, strict = strict_schema(
+                    schema, for_openai, what="the answer's schema", warnings=request.warnings
+                )
             body["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {"name": fmt.name or "output", "schema": dict(fmt.schema or {}), "strict": fmt.strict},
+                "json_schema": {"name": fmt.name or "output", "schema": schema, "strict": strict},
             }
     if request.reasoning is not None and request.reasoning.effort is not None:
         if flavor.reasoning_effort:
@@ -199,13 +205,17 @@ def _cache(body: dict[str, Any], request: ChatRequest, flavor: ChatFlavor) -> No
         body["prompt_cache_retention"] = "24h"
 
 
-def _tool(tool: Any) -> dict[str, Any]:
+def _tool(tool: ToolDefinition, warnings: list[CallWarning]) -> dict[str, Any]:
     function: dict[str, Any] = {"name": tool.name}
     if tool.description:
         function["description"] = tool.description
-    function["parameters"] = dict(tool.input_schema)
     if tool.strict:
-        function["strict"] = True
+        schema, strict = strict_schema(tool.input_schema, for_openai, what=f"tool {tool.name!r}", warnings=warnings)
+        function["parameters"] = schema
+        if strict:
+            function["strict"] = True
+    else:
+        function["parameters"] = dict(tool.input_schema)
     return {"type": "function", "function": function}
 
 

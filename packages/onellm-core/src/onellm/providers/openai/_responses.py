@@ -50,9 +50,10 @@ from onellm.messages._events import (
     ToolCallStart,
     UsageEvent,
 )
-from onellm.providers._content import asset_base64, asset_url, json_text, result_text
+from onellm.providers._content import asset_base64, asset_url, json_text, result_text, strict_schema
 from onellm.providers._request import ChatRequest, ChatResponse
 from onellm.providers.openai._chat import response_from
+from onellm.tools._provider_schemas import for_openai
 
 __all__ = ["ResponsesStreamDecoder", "decode_response", "encode_responses_request", "response_events"]
 
@@ -97,8 +98,14 @@ def encode_responses_request(
         item: dict[str, Any] = {"type": "function", "name": tool.name}
         if tool.description:
             item["description"] = tool.description
-        item["parameters"] = dict(tool.input_schema)
-        item["strict"] = tool.strict
+        if tool.strict:
+            schema, strict = strict_schema(
+                tool.input_schema, for_openai, what=f"tool {tool.name!r}", warnings=request.warnings
+            )
+        else:
+            schema, strict = dict(tool.input_schema), False
+        item["parameters"] = schema
+        item["strict"] = strict
         tools.append(item)
     for hosted in request.hosted_tools:
         item = {"type": hosted.type}
@@ -122,13 +129,13 @@ def encode_responses_request(
         if fmt.type == "json":
             body["text"] = {"format": {"type": "json_object"}}
         else:
+            schema, strict = dict(fmt.schema or {}), False
+            if fmt.strict:
+                schema, strict = strict_schema(
+                    schema, for_openai, what="the answer's schema", warnings=request.warnings
+                )
             body["text"] = {
-                "format": {
-                    "type": "json_schema",
-                    "name": fmt.name or "output",
-                    "schema": dict(fmt.schema or {}),
-                    "strict": fmt.strict,
-                }
+                "format": {"type": "json_schema", "name": fmt.name or "output", "schema": schema, "strict": strict}
             }
     if request.reasoning is not None:
         reasoning: dict[str, Any] = {}
