@@ -367,3 +367,34 @@ def test_one_template_renders_in_many_threads_at_once() -> None:
     for i, out in enumerate(results):
         expected = "".join(f"{i * 100 + k}," for k in range(0, 50, 2)) + f"#{i}"
         assert out == expected
+
+
+def test_times_serialize_as_rfc3339_in_json_and_yaml() -> None:
+    t = datetime(2024, 1, 2, 3, 4, 5, 120000, tzinfo=timezone(timedelta(hours=-5)))
+    assert (
+        render("{{ toJson .t }}|{{ toYaml .t }}", {"t": t})
+        == '"2024-01-02T03:04:05.12-05:00"|2024-01-02T03:04:05.12-05:00\n'
+    )
+
+
+def test_a_custom_source_sees_the_base_of_the_including_prompt() -> None:
+    from onellm.templating import Embedded
+
+    calls: list[tuple[str, str | None]] = []
+
+    class Folders:
+        def load(self, ref: str, base: str | None) -> Embedded | None:
+            calls.append((ref, base))
+            texts = {"docs/a": '{{ embed "b" }}', "docs/b": "B"}
+            key = ref if base is None else base.rsplit("/", 1)[0] + "/" + ref
+            text = texts.get(key)
+            return None if text is None else Embedded(key=key, text=text, name=ref, base=key)
+
+    assert render('{{ embed "docs/a" }}', embed_sources=[Folders()]) == "B"
+    assert calls == [("docs/a", None), ("b", "docs/a")]
+
+
+def test_embedded_prompts_share_the_code_region_option() -> None:
+    prompts = PromptEmbedSource({"p": "`{{ .x }}` {{ .x }}"})
+    assert render('{{ embed "p" }}', {"x": 1}, embed_sources=[prompts]) == "`{{ .x }}` 1"
+    assert render('{{ embed "p" }}', {"x": 1}, embed_sources=[prompts], escape_code_regions=False) == "`1` 1"

@@ -8,7 +8,6 @@ stay distinct), `ANY` (`interface {}`), `STRING` and `INT`.
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
@@ -619,7 +618,21 @@ def _json(v: Any, indent: str | None, level: int) -> str:
         return _json(float(v), indent, level)
     if isinstance(v, str):
         return _json_string(str(v))
+    stamp = _time_text(v)
+    if stamp is not None:
+        return _json_string(stamp)
     raise CallError(f"json: unsupported type: {go_type(v)}")
+
+
+def _time_text(v: Any) -> str | None:
+    """RFC 3339 text of a datetime, as Go's time.Time writes itself into JSON and YAML."""
+    from datetime import datetime
+
+    if not isinstance(v, datetime):
+        return None
+    from onellm.templating._time import format_date
+
+    return format_date("2006-01-02T15:04:05.999999999Z07:00", v)
 
 
 def to_json(v: Any) -> str:
@@ -742,6 +755,9 @@ def _yaml_flow(v: Any) -> str:
         return "{}"
     if isinstance(v, (list, tuple)):
         return "[]"
+    stamp = _time_text(v)
+    if stamp is not None:
+        return stamp
     raise CallError(f"yaml: unsupported type: {go_type(v)}")
 
 
@@ -869,6 +885,8 @@ def standard_functions() -> dict[str, FuncSpec]:
 
 def host_spec(name: str, fn: Callable[..., Any]) -> FuncSpec:
     """A host-registered function: its parameters take any value; the count comes from its signature."""
+    import inspect
+
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):

@@ -6,8 +6,6 @@ import functools
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from onellm.errors import TemplateError
@@ -45,9 +43,10 @@ _SURROGATES = re.compile("[\udc80-\udcff]")
 _IDENT = re.compile(r"[^\W\d]\w*")
 
 
-@dataclass(frozen=True)
 class Embedded:
     """What an embed source found for a reference."""
+
+    __slots__ = ("base", "key", "name", "text")
 
     key: str
     """Identity of the prompt, for cycle detection (for a file, its resolved path)."""
@@ -55,8 +54,17 @@ class Embedded:
     """The template text."""
     name: str
     """The name the embedded template is parsed under; it appears in its errors."""
-    base: str | None = None
+    base: str | None
     """Where references inside this prompt are resolved from (for a file, its path)."""
+
+    def __init__(self, key: str, text: str, name: str, base: str | None = None) -> None:
+        self.key = key
+        self.text = text
+        self.name = name
+        self.base = base
+
+    def __repr__(self) -> str:
+        return f"Embedded(key={self.key!r}, name={self.name!r})"
 
 
 @runtime_checkable
@@ -71,9 +79,13 @@ class FileEmbedSource:
     are resolved, and anything that resolves outside the root, and every absolute reference, is not found."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
+        from pathlib import Path
+
         self.root = Path(root).resolve()
 
     def load(self, ref: str, base: str | None) -> Embedded | None:
+        from pathlib import Path
+
         if not ref or ref.startswith(("/", "\\")) or os.path.isabs(ref) or re.match(r"[A-Za-z]:", ref):
             return None
         start = self.root
