@@ -248,3 +248,21 @@ def test_any_bytes_either_load_or_fail_typed(data: bytes) -> None:
 def test_merge_and_bare_tag_as_values(text: str, value: Any) -> None:
     assert safe_load(text) == value
     assert load_document(text).plain == value
+
+
+@pytest.mark.parametrize(
+    ("tail", "where", "word"),
+    [
+        ("y: !!python/object:os.system a\n", (2, 4), "tag"),
+        ("y: " + "[" * 300 + "]" * 300 + "\n", (2, 103), "nested"),
+        ("y: &a [*a]\n", (2, 8), "alias"),
+        ("y: 1\ny: 2\n", (3, 1), "duplicate"),
+    ],
+)
+def test_round_trip_guard_holds_where_libyaml_cannot_parse(tail: str, where: tuple[int, int], word: str) -> None:
+    # libyaml refuses a timestamp inside a flow sequence that ruamel's parser accepts, so the pre-check on libyaml's
+    # events stops early; the guard inside the round-trip parser must still catch what follows.
+    with pytest.raises(BadDefinitionError) as info:
+        load_document("x: [2024-01-01T00:00:00Z]\n" + tail, file="f.yaml")
+    assert (info.value.line, info.value.column) == where
+    assert word in info.value.detail

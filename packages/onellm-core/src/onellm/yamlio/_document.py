@@ -17,8 +17,8 @@ from typing import Any
 
 from onellm.errors import BadDefinitionError
 from onellm.yamlio._emit import decimal_text, dump_document
-from onellm.yamlio._guard import parse_float, parse_int, walk_events
-from onellm.yamlio._load import c_events, convert_error, decode_text, python_events, safe_load
+from onellm.yamlio._guard import event_guard, parse_float, parse_int, walk_events
+from onellm.yamlio._load import c_events, convert_error, decode_text, safe_load
 
 __all__ = ["PathLike", "YamlDocument", "load_document", "parse_path", "to_plain"]
 
@@ -37,8 +37,9 @@ def parse_path(path: PathLike) -> list[str | int]:
     return steps
 
 
-def _yaml_types() -> tuple[Any, Any]:
+def _yaml_types() -> tuple[Any, Any, Any]:
     from ruamel.yaml.constructor import RoundTripConstructor
+    from ruamel.yaml.parser import RoundTripParser
     from ruamel.yaml.representer import RoundTripRepresenter
     from ruamel.yaml.scalarfloat import ScalarFloat
 
@@ -73,25 +74,50 @@ def _yaml_types() -> tuple[Any, Any]:
 
     Representer.add_representer(Decimal, Representer.represent_decimal)
 
-    return Constructor, Representer
+    class Parser(RoundTripParser):
+        """The round-trip parser, with every event checked by the guard the moment it is made."""
+
+        def _advance(self) -> None:
+            if self.current_event is None and self.state:
+                event = self.state()
+                self.current_event = event
+                if event is not None:
+                    self.loader._onellm_guard(event)
+
+        def check_event(self, *choices: Any) -> bool:
+            self._advance()
+            return bool(super().check_event(*choices))
+
+        def peek_event(self) -> Any:
+            self._advance()
+            return super().peek_event()
+
+        def get_event(self) -> Any:
+            self._advance()
+            return super().get_event()
+
+    return Constructor, Representer, Parser
 
 
-_TYPES: tuple[Any, Any] | None = None
+_TYPES: tuple[Any, Any, Any] | None = None
 
 
-def _types() -> tuple[Any, Any]:
+def _types() -> tuple[Any, Any, Any]:
     global _TYPES
     if _TYPES is None:
         _TYPES = _yaml_types()
     return _TYPES
 
 
-def _round_trip_loader() -> Any:
+def _round_trip_loader(file: str | None) -> Any:
     from ruamel.yaml import YAML
 
+    constructor, _, parser = _types()
     loader = YAML(typ="rt", pure=True)
-    loader.Constructor = _types()[0]
+    loader.Constructor = constructor
+    loader.Parser = parser
     loader.preserve_quotes = True
+    loader._onellm_guard = event_guard(file=file, build=False)  # type: ignore[attr-defined]
     return loader
 
 
@@ -258,7 +284,7 @@ class YamlDocument:
     def _emit_ruamel(self) -> str:
         from ruamel.yaml import YAML
 
-        _, representer = _types()
+        representer = _types()[1]
         yaml = YAML(typ="rt", pure=True)
         yaml.Representer = representer
         yaml.width = 4096
@@ -356,8 +382,7 @@ def load_document(text: str | bytes, *, file: str | None = None) -> YamlDocument
     text = decode_text(text, file=file)
     try:
         _precheck(text, file)
-        walk_events(python_events(text), file=file, build=False)
-        data = _round_trip_loader().load(text)
+        data = _round_trip_loader(file).load(text)
     except BadDefinitionError:
         raise
     except Exception as exc:

@@ -21,7 +21,7 @@ timestamps stay strings, every non-integer number is an exact `Decimal`.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Generator, Iterable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -32,6 +32,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_NUMBER_CHARS",
     "error_at",
+    "event_guard",
     "parse_float",
     "parse_int",
     "resolve_plain",
@@ -213,8 +214,32 @@ class _Frame:
 def walk_events(events: Iterable[Any], *, file: str | None, build: bool) -> Any:
     """Consume a parser's events, enforce the limits, and (when `build`) return the document as plain values.
 
-    Parser errors from ruamel.yaml propagate unchanged; `convert_yaml_error` turns them into `BadDefinitionError`.
+    Parser errors from ruamel.yaml propagate unchanged; `convert_error` turns them into `BadDefinitionError`.
     """
+    send = event_guard(file=file, build=build)
+    for event in events:
+        send(event)
+    return send(None)
+
+
+def event_guard(*, file: str | None, build: bool) -> Callable[[Any], Any]:
+    """A push-style guard: call it with each event as the parser makes it, then with None for the document.
+
+    Each call raises `BadDefinitionError` as soon as an event breaks a limit, before anything is built from it.
+    """
+    guard = _guard(file, build)
+    next(guard)
+
+    def send(event: Any) -> Any:
+        try:
+            return guard.send(event)
+        except StopIteration as done:
+            return done.value
+
+    return send
+
+
+def _guard(file: str | None, build: bool) -> Generator[None, Any, Any]:
     stack: list[_Frame] = []
     anchors: dict[str, tuple[Any, int, bool]] = {}
     open_anchors: set[str] = set()
@@ -264,7 +289,10 @@ def walk_events(events: Iterable[Any], *, file: str | None, build: bool) -> Any:
             raise error_at(f"duplicate key {key!r}", file, parent.key_mark)
         mapping[key] = value
 
-    for event in events:
+    while True:
+        event = yield
+        if event is None:
+            return root
         name = type(event).__name__
         if name == "ScalarEvent":
             raw: str = event.value
@@ -318,4 +346,3 @@ def walk_events(events: Iterable[Any], *, file: str | None, build: bool) -> Any:
             documents += 1
             if documents > 1:
                 raise error_at("a file holds one YAML document; found a second", file, event.start_mark)
-    return root
