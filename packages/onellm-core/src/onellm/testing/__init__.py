@@ -1,9 +1,14 @@
 """Test helpers that are part of the public API.
 
+- `onellm.testing.ScriptedProvider`: a provider that answers from queued `ScriptStep`s (text, usage, tool calls,
+  failures, pauses) and records the requests it received; register it under a real provider name so catalog prices
+  apply.
 - `onellm.testing.store_conformance`: the behaviour every `InstanceStore` must have, as a pytest base class that a
   store's own test module subclasses (it needs pytest and anyio's pytest plugin, which the tests already use).
 """
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from onellm.testing._scripted import Pause, ScriptedProvider, ScriptedToolCall, ScriptStep
+
+__all__ = ["Pause", "ScriptStep", "ScriptedProvider", "ScriptedToolCall"]

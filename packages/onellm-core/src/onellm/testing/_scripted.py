@@ -1,0 +1,336 @@
+"""`ScriptedProvider`: a chat and embedding provider that answers from a queue of scripted steps.
+
+Register it under a real provider name (`ScriptedProvider("openai")`) and model names resolve through the catalog and
+are priced as real calls would be; nothing leaves the process. Each request takes the next queued step. A whole
+answer (`send`) is built from the same events a streamed answer (`stream`) yields, so the two give equal messages.
+
+```python
+openai = ScriptedProvider("openai").enqueue(ScriptStep.text_with_usage("2, 3 and 5.", 13, 7))
+runtime = Runtime()
+runtime.providers.set("openai", openai)
+...
+openai.assert_complete()
+```
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+from collections import deque
+from collections.abc import AsyncIterator, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import msgspec
+
+from onellm.errors import ProviderError
+from onellm.messages import Usage
+from onellm.messages._events import (
+    Done,
+    MessageAccumulator,
+    MessageStart,
+    StreamEvent,
+    TextDelta,
+    ToolCallArgumentsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    UsageEvent,
+)
+from onellm.providers._protocols import EmbeddingRequest, EmbeddingResponse
+from onellm.providers._request import ChatRequest, ChatResponse, FinishReason
+
+if TYPE_CHECKING:
+    from onellm.clock import Clock
+
+__all__ = ["Pause", "ScriptStep", "ScriptedProvider", "ScriptedToolCall"]
+
+_ENCODER = msgspec.json.Encoder(decimal_format="number")
+
+
+@dataclass(frozen=True, slots=True)
+class Pause:
+    """A wait inside a scripted answer: `seconds` on the provider's clock, until `event` is set, or (neither given)
+    until the call is cancelled. Put it among a step's text pieces to stop a stream part-way."""
+
+    seconds: float | None = None
+    event: anyio.Event | None = None
+
+    async def wait(self, clock: Clock | None) -> None:
+        if self.event is not None:
+            await self.event.wait()
+        elif self.seconds is not None:
+            if clock is not None:
+                await clock.sleep(self.seconds)
+            else:
+                await anyio.sleep(self.seconds)
+        else:
+            await anyio.sleep_forever()
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptedToolCall:
+    """A tool call the scripted model makes: its id, the tool's name and the arguments (JSON text or a mapping)."""
+
+    id: str
+    tool: str
+    arguments: str | dict[str, Any] = "{}"
+
+    @property
+    def arguments_text(self) -> str:
+        if isinstance(self.arguments, str):
+            return self.arguments
+        return _ENCODER.encode(self.arguments).decode()
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptStep:
+    """One scripted answer: text pieces (with optional `Pause`s between them), tool calls, usage, the finish reason,
+    or a failure raised after the pieces before it.
+
+    Build one with the class methods (`text`, `text_with_usage`, `tool_calls`, `failure`, `paused`) or directly.
+    """
+
+    pieces: tuple[str | Pause, ...] = ()
+    tool_calls: tuple[ScriptedToolCall, ...] = ()
+    usage: Usage | None = None
+    finish_reason: str | None = None
+    """`stop` by default, `tool_calls` when the step calls tools."""
+    error: BaseException | None = None
+    """Raised after the pieces have been sent (at once when there are none)."""
+    model: str | None = None
+    """The model the answer names; the request's model when None."""
+    vectors: tuple[tuple[float, ...], ...] | None = None
+    """For an embedding request: the vectors to return."""
+
+    @classmethod
+    def text(cls, *pieces: str | Pause) -> ScriptStep:
+        """An answer in text, streamed as these pieces (joined for a whole answer). No usage is reported."""
+        return cls(pieces=tuple(pieces))
+
+    @classmethod
+    def text_with_usage(
+        cls,
+        text: str | Sequence[str],
+        input_tokens: int,
+        output_tokens: int,
+        *,
+        cache_read_input_tokens: int = 0,
+        cache_creation_input_tokens: int = 0,
+    ) -> ScriptStep:
+        """An answer in text with the usage the provider reports for it."""
+        pieces = (text,) if isinstance(text, str) else tuple(text)
+        usage = Usage(
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cache_read_input_tokens=cache_read_input_tokens,
+            cache_creation_input_tokens=cache_creation_input_tokens,
+        )
+        return cls(pieces=pieces, usage=usage)
+
+    @classmethod
+    def calls(
+        cls,
+        *calls: ScriptedToolCall,
+        text: str | None = None,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+    ) -> ScriptStep:
+        """An answer that calls tools (optionally after some text)."""
+        usage = None
+        if input_tokens is not None or output_tokens is not None:
+            usage = Usage(input_tokens=input_tokens or 0, output_tokens=output_tokens or 0)
+        return cls(pieces=(text,) if text else (), tool_calls=tuple(calls), usage=usage)
+
+    @classmethod
+    def failure(cls, error: BaseException, *pieces_before: str | Pause) -> ScriptStep:
+        """A call that fails with `error` (after streaming `pieces_before`, if any)."""
+        return cls(pieces=tuple(pieces_before), error=error)
+
+    @classmethod
+    def paused(
+        cls,
+        *pieces_before: str,
+        seconds: float | None = None,
+        event: anyio.Event | None = None,
+        then: Iterable[str] = (),
+    ) -> ScriptStep:
+        """Stream `pieces_before`, then wait (see `Pause`), then stream `then`."""
+        return cls(pieces=(*pieces_before, Pause(seconds, event), *then))
+
+    @classmethod
+    def embedding(cls, *vectors: Sequence[float], input_tokens: int | None = None) -> ScriptStep:
+        """An answer to an embedding request."""
+        usage = Usage(input_tokens=input_tokens) if input_tokens is not None else None
+        return cls(vectors=tuple(tuple(float(x) for x in v) for v in vectors), usage=usage)
+
+    @property
+    def joined_text(self) -> str:
+        return "".join(p for p in self.pieces if isinstance(p, str))
+
+
+class ScriptedProvider:
+    """A provider that replays queued `ScriptStep`s and records every request it receives.
+
+    `name` is the provider name it serves under (`"openai"`, `"anthropic"`, or `"scripted"`). With `clock`, pauses
+    of a set length wait on that clock. An embedding request with no queued embedding step gets deterministic vectors
+    (from a hash of each text) and an input count of one token per four characters.
+    """
+
+    def __init__(self, name: str = "scripted", *, clock: Clock | None = None, dimensions: int = 8) -> None:
+        self.name = name
+        self.clock = clock
+        self.dimensions = dimensions
+        self._steps: deque[ScriptStep] = deque()
+        self.requests: list[ChatRequest] = []
+        """Every chat request received, in order (each a copy taken on arrival)."""
+        self.embedding_requests: list[EmbeddingRequest] = []
+        self._served = 0
+
+    def __repr__(self) -> str:
+        return f"ScriptedProvider({self.name!r}, queued={len(self._steps)}, served={self._served})"
+
+    # ------------------------------------------------------------------------------------------------ the script
+    def enqueue(self, *steps: ScriptStep) -> ScriptedProvider:
+        """Queue answers, in order. Returns the provider, for chaining."""
+        for step in steps:
+            if not isinstance(step, ScriptStep):
+                raise TypeError(f"enqueue takes ScriptStep values, not {type(step).__name__}")
+            self._steps.append(step)
+        return self
+
+    def enqueue_text(self, *texts: str) -> ScriptedProvider:
+        """Queue one text answer per argument."""
+        return self.enqueue(*(ScriptStep.text(t) for t in texts))
+
+    @property
+    def pending(self) -> int:
+        """Steps still queued."""
+        return len(self._steps)
+
+    @property
+    def served(self) -> int:
+        """Requests answered (failures included)."""
+        return self._served
+
+    def assert_complete(self) -> None:
+        """Fail (AssertionError) when queued steps were left unused: the code under test made fewer calls than scripted."""
+        if self._steps:
+            left = ", ".join(_describe(s) for s in self._steps)
+            raise AssertionError(
+                f"scripted provider {self.name!r}: {len(self._steps)} queued step(s) unused after {self._served} "
+                f"request(s): {left}"
+            )
+
+    def _next(self, what: str) -> ScriptStep:
+        if not self._steps:
+            raise ProviderError(
+                f"scripted provider has no queued answer for {what} (request {self._served + 1}); enqueue one",
+                provider=self.name,
+            )
+        self._served += 1
+        return self._steps.popleft()
+
+    # --------------------------------------------------------------------------------------------------- chat
+    async def send(self, request: ChatRequest) -> ChatResponse:
+        accumulator = MessageAccumulator()
+        async for event in self.stream(request):
+            accumulator.add(event)
+        return response_of(accumulator, request)
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        self.requests.append(dataclasses.replace(request, messages=list(request.messages)))
+        step = self._next(f"model {request.model!r}")
+        await anyio.lowlevel.checkpoint()
+        yield MessageStart(model=step.model or request.model, response_id=f"scripted-{self._served}")
+        index = 0
+        started = False
+        for piece in step.pieces:
+            if isinstance(piece, Pause):
+                await piece.wait(self.clock)
+                continue
+            if piece:
+                started = True
+                yield TextDelta(0, piece)
+        if started:
+            index = 1
+        if step.error is not None:
+            raise step.error
+        for call in step.tool_calls:
+            yield ToolCallStart(index, call.id, call.tool)
+            yield ToolCallArgumentsDelta(index, call.arguments_text)
+            yield ToolCallEnd(index)
+            index += 1
+        if step.usage is not None:
+            yield UsageEvent(step.usage.merge(Usage(model=step.model or request.model)))
+        yield Done(step.finish_reason or ("tool_calls" if step.tool_calls else "stop"))
+
+    # ---------------------------------------------------------------------------------------------- embeddings
+    async def embed(self, request: EmbeddingRequest) -> EmbeddingResponse:
+        self.embedding_requests.append(request)
+        await anyio.lowlevel.checkpoint()
+        if self._steps and self._steps[0].vectors is not None:
+            step = self._next(f"embeddings of {request.model!r}")
+            if step.error is not None:
+                raise step.error
+            assert step.vectors is not None
+            if len(step.vectors) != len(request.inputs):
+                raise ProviderError(
+                    f"scripted embedding step has {len(step.vectors)} vectors for {len(request.inputs)} inputs",
+                    provider=self.name,
+                )
+            usage = step.usage or Usage(input_tokens=sum(_tokens(t) for t in request.inputs))
+            return EmbeddingResponse([list(v) for v in step.vectors], usage.merge(Usage(model=request.model)))
+        self._served += 1
+        size = request.dimensions or self.dimensions
+        vectors = [_vector(text, size) for text in request.inputs]
+        usage = Usage(model=request.model, input_tokens=sum(_tokens(t) for t in request.inputs))
+        return EmbeddingResponse(vectors, usage, model=request.model)
+
+
+def response_of(accumulator: MessageAccumulator, request: ChatRequest | None = None) -> ChatResponse:
+    """The `ChatResponse` a finished accumulator describes."""
+    message = accumulator.message()
+    message.usage = accumulator.usage
+    raw = accumulator.finish_reason
+    try:
+        reason: FinishReason | None = FinishReason(raw) if raw is not None else None
+    except ValueError:
+        reason = FinishReason.OTHER
+    return ChatResponse(
+        message=message,
+        usage=accumulator.usage,
+        finish_reason=reason,
+        provider_finish_reason=raw,
+        model=accumulator.model,
+        id=accumulator.response_id,
+        warnings=list(request.warnings) if request is not None else [],
+    )
+
+
+def _tokens(text: str) -> int:
+    return max(1, math.ceil(len(text) / 4))
+
+
+def _vector(text: str, size: int) -> list[float]:
+    digest = b""
+    counter = 0
+    while len(digest) < size:
+        digest += hashlib.sha256(f"{counter}:{text}".encode()).digest()
+        counter += 1
+    raw = [(b - 127.5) / 127.5 for b in digest[:size]]
+    norm = math.sqrt(sum(x * x for x in raw)) or 1.0
+    return [x / norm for x in raw]
+
+
+def _describe(step: ScriptStep) -> str:
+    if step.error is not None:
+        return f"failure {type(step.error).__name__}"
+    if step.vectors is not None:
+        return f"embedding ({len(step.vectors)} vectors)"
+    if step.tool_calls:
+        return "tool calls " + ", ".join(c.tool for c in step.tool_calls)
+    text = step.joined_text
+    return f"text {text[:30]!r}" + ("..." if len(text) > 30 else "")
