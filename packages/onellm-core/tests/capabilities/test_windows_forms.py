@@ -144,3 +144,43 @@ def test_windows_minimal_environment() -> None:
     }
     env = minimal_environment(host, windows=True)
     assert set(env) == {"Path", "PATHEXT", "SystemRoot", "ComSpec", "TEMP", "NUMBER_OF_PROCESSORS"}
+
+
+@pytest.mark.parametrize(
+    ("path", "roots", "refused"),
+    [
+        ("D:\\data\\x", ["C:\\work"], True),
+        ("c:\\work\\x", ["C:\\work"], False),
+        ("sub\\x", ["C:\\work"], False),
+        ("\\\\server\\share\\x", ["C:\\work"], True),
+        ("\\\\server\\share\\x", ["\\\\SERVER\\share"], False),
+        ("E:/x", ["C:\\work", "e:\\other"], False),
+    ],
+)
+def test_a_drive_no_root_is_on(path: str, roots: list[str], refused: bool) -> None:
+    from onellm.capabilities._paths import foreign_drive_problem
+
+    assert (foreign_drive_problem(path, "C:\\work", roots) is not None) is refused
+
+
+def test_short_name_aliases_are_refused_below_the_root() -> None:
+    from onellm.capabilities._paths import short_alias_problem
+
+    listing = {"C:\\work": [".git", "src", "my~file.txt"], "C:\\work\\src": ["a.py"]}
+    existing = {"C:\\work\\GIT~1", "C:\\work\\my~file.txt", "C:\\work\\.git", "C:\\work\\src", "C:\\work\\SRC~1"}
+
+    def listdir(path: str) -> list[str]:
+        return listing.get(path, [])
+
+    def lexists(path: str) -> bool:
+        return path in existing
+
+    def check(path: str) -> str | None:
+        return short_alias_problem(path, "C:\\work", flavor="windows", listdir=listdir, lexists=lexists)
+
+    assert check("C:\\work\\GIT~1\\config") == "'GIT~1' is a short-name alias"
+    assert check("C:\\work\\SRC~1\\a.py") is not None
+    assert check("C:\\work\\my~file.txt") is None, "a real name holding ~ is fine"
+    assert check("C:\\work\\new~name.txt") is None, "a name that does not exist yet is not an alias"
+    assert check("C:\\work\\src\\a.py") is None
+    assert short_alias_problem("/w/GIT~1", "/w", flavor="posix") is None

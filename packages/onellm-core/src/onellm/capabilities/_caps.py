@@ -26,6 +26,7 @@ from onellm.capabilities._paths import (
     SymlinkLoopError,
     current_flavor,
     fd_real_path,
+    foreign_drive_problem,
     is_within,
     name_key,
     resolve_real,
@@ -356,9 +357,9 @@ class Capabilities:
             problem = windows_form_problem(text)
             if problem is not None:
                 raise _deny(f"Path {text!r} is refused: {problem}.", text, "windows-form")
-            drive = os.path.splitdrive(os.path.join(self._base(base), text))[0].lower()
-            if not any(os.path.splitdrive(os.fspath(r))[0].lower() == drive for r in self._readable_roots()):
-                raise _deny(f"Path {text!r} is on a drive no root is on.", text, "outside-roots")
+            foreign = foreign_drive_problem(text, self._base(base), [os.fspath(r) for r in self._readable_roots()])
+            if foreign is not None:
+                raise _deny(f"Path {text!r} is {foreign}.", text, "outside-roots")
         try:
             return resolve_real(text, self._base(base))
         except SymlinkLoopError:

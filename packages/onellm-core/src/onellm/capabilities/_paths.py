@@ -18,6 +18,7 @@ import stat
 import sys
 import unicodedata
 from collections import deque
+from collections.abc import Callable
 from typing import Literal
 
 Flavor = Literal["posix", "darwin", "windows"]
@@ -245,9 +246,18 @@ def fd_real_path(fd: int) -> str | None:
     return None
 
 
-def short_alias_problem(resolved: str, root: str) -> str | None:
-    """On Windows, a name below `root` holding `~` must be listed in its directory, not exist only as an 8.3 alias."""
-    if os.name != "nt":
+def short_alias_problem(
+    resolved: str,
+    root: str,
+    *,
+    flavor: Flavor | None = None,
+    listdir: Callable[[str], list[str]] = os.listdir,
+    lexists: Callable[[str], bool] = os.path.lexists,
+) -> str | None:
+    """On Windows, a name below `root` holding `~` must be listed in its directory, not exist only as an 8.3 alias
+    (`GIT~1` for `.git`), which would walk around the name rules. None when every such name is a real entry."""
+    flavor = flavor or current_flavor()
+    if flavor != "windows":
         return None
     _, names = split_components(resolved, "windows")
     _, root_names = split_components(root, "windows")
@@ -255,10 +265,19 @@ def short_alias_problem(resolved: str, root: str) -> str | None:
     for name in names[len(root_names) :]:
         if "~" in name:
             try:
-                listed = os.listdir(current)
+                listed = listdir(current)
             except OSError:
                 listed = []
-            if name not in listed and os.path.lexists(os.path.join(current, name)):
+            if name not in listed and lexists(ntpath.join(current, name)):
                 return f"{name!r} is a short-name alias"
-        current = os.path.join(current, name)
+        current = ntpath.join(current, name)
     return None
+
+
+def foreign_drive_problem(path: str, base: str, roots: list[str]) -> str | None:
+    """On Windows, a path on a drive or share that no root is on is refused before anything is probed there."""
+    joined = ntpath.join(base, path.replace("/", "\\"))
+    drive = fold(ntpath.splitdrive(joined)[0])
+    if any(fold(ntpath.splitdrive(root)[0]) == drive for root in roots):
+        return None
+    return "on a drive no root is on"
