@@ -637,3 +637,12 @@ def test_invalid_hosts_are_not_allowed() -> None:
     assert not NAMES.allows_host("", 80)
     assert not NAMES.allows_connection("bad host", 80, PUBLIC)
     assert not ANY.allows_connection("example.org", 80, "")
+
+
+@pytest.mark.anyio
+async def test_a_plain_resolver_taking_only_the_host_works() -> None:
+    backend = RecordingBackend()
+    async with EgressClient(NAMES, resolver=lambda host: ["127.0.0.1", PUBLIC], network_backend=backend) as client:
+        with pytest.raises(Dialled) as dialled:
+            await client.get("http://api.example.com/")
+    assert dialled.value.host == PUBLIC

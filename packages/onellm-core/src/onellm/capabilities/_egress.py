@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import http.cookiejar
+import inspect
 import json as _json
 import ssl
 import weakref
@@ -28,8 +29,9 @@ from onellm.errors import CapabilityDeniedError
 
 __all__ = ["EgressClient", "Resolver"]
 
-#: Resolves a host name to addresses: `await resolver(host, port)` returns address strings in preference order.
-Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
+#: Resolves a host name to addresses, in preference order: `resolver(host, port)` or `resolver(host)`, returning the
+#: address strings or an awaitable of them.
+Resolver = Callable[..., Sequence[str] | Awaitable[Sequence[str]]]
 
 _KEPT_ON_ORIGIN_CHANGE = frozenset({"accept", "accept-language", "accept-encoding", "content-type", "user-agent"})
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
@@ -43,6 +45,19 @@ class _GuardedBackend(httpcore.AsyncNetworkBackend):
         self._grant = grant
         self._resolver = resolver
         self._inner = inner
+        try:
+            params = inspect.signature(resolver).parameters.values()
+            positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+            varargs = any(p.kind is p.VAR_POSITIONAL for p in params)
+            self._takes_port = varargs or len(positional) >= 2
+        except (TypeError, ValueError):
+            self._takes_port = True
+
+    async def _resolve(self, host: str, port: int) -> list[str]:
+        answer = self._resolver(host, port) if self._takes_port else self._resolver(host)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        return [str(a) for a in answer]
 
     async def connect_tcp(
         self,
@@ -53,7 +68,7 @@ class _GuardedBackend(httpcore.AsyncNetworkBackend):
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
         literal = parse_address(host)
-        addresses = [str(literal)] if literal is not None else list(await self._resolver(host, port))
+        addresses = [str(literal)] if literal is not None else await self._resolve(host, port)
         allowed = [a for a in addresses if self._grant.allows_connection(host, port, a)]
         if not allowed:
             shown = ", ".join(addresses) or "no address"
