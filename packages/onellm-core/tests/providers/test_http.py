@@ -227,3 +227,51 @@ def test_a_server_that_never_answers_times_out_per_attempt(silent_server: str) -
 
     with pytest.raises(TransportError, match=r"no response headers within 0.2 s"):
         anyio.run(run)
+
+
+@pytest.fixture
+def stalling_server() -> Iterator[str]:
+    """A loopback server that sends the headers and one event of a stream, then goes quiet."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    stop = threading.Event()
+    held: list[socket.socket] = []
+
+    def run() -> None:
+        server.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                connection, _ = server.accept()
+            except OSError:
+                continue
+            held.append(connection)
+            connection.recv(65536)
+            connection.sendall(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+                b'10\r\ndata: {"a": 1}\n\n\r\n'
+            )
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}/v1/stream"
+    stop.set()
+    thread.join()
+    for connection in held:
+        connection.close()
+    server.close()
+
+
+def test_a_stream_that_stalls_ends_in_a_transport_error(stalling_server: str) -> None:
+    received: list[bytes] = []
+
+    async def run() -> None:
+        async with HttpTransport(header_timeout=0.3, retry=RetryPolicy(max_retries=0)) as transport:
+            c = call(stalling_server)
+            async with transport.stream(c) as response:
+                async for chunk in transport.aiter_bytes(c, response):
+                    received.append(chunk)  # noqa: PERF401 - keep what arrived before the failure
+
+    with pytest.raises(TransportError, match="ReadTimeout"):
+        anyio.run(run)
+    assert b"".join(received) == b'data: {"a": 1}\n\n'
