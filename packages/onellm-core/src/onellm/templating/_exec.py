@@ -221,18 +221,6 @@ def _noop(st: State, w: Any, dot: Any, vs: list[Any]) -> None:
     return None
 
 
-def print_text(v: Any) -> str:
-    """What an action prints for a value (`fmt.Fprint`, with `<no value>` for nil and missing)."""
-    t = type(v)
-    if t is str:
-        return v  # type: ignore[no-any-return]
-    if t is int:
-        return str(v)
-    if v is None or v is MISSING:
-        return "<no value>"
-    return value_text(v)
-
-
 def _dig(v: Any) -> Any:
     return MISSING if v is None else v
 
@@ -487,7 +475,7 @@ class _Compiler:
             if val is None:
                 val = MISSING
             if assign_missing is not None:
-                raise ExecFail(where, _last_node(pipe_node), f"undefined variable: {assign_missing}")
+                raise ExecFail(where, _last_eval(pipe_node), f"undefined variable: {assign_missing}")
             for s in decl_slots:
                 vs[s] = val
             t = type(val)
@@ -511,7 +499,7 @@ class _Compiler:
                 if ndecl > 1:
                     raise ExecFail(
                         where,
-                        _first_arg(pipe_node),
+                        _last_eval(pipe_node),
                         f"can't use {value_text(val)} to iterate over more than one variable",
                     )
                 if val <= 0:
@@ -530,7 +518,7 @@ class _Compiler:
                         other(st, w, dot, vs)
                     return None
             else:
-                raise ExecFail(where, _first_arg(pipe_node), f"range can't iterate over {value_text(val)}")
+                raise ExecFail(where, _last_eval(pipe_node), f"range can't iterate over {value_text(val)}")
             i = 0
             for k, e in pairs:
                 if idx_slot >= 0:
@@ -624,7 +612,7 @@ class _Compiler:
             else:
                 slots.append(self.declare(v.ident[0]))
         slot0 = slots[0]
-        last_node = _last_node(pipe)
+        last_node = _last_eval(pipe)
 
         def declare(st: State, dot: Any, vs: list[Any]) -> Any:
             v = ev(st, dot, vs)
@@ -939,11 +927,6 @@ def _const(c: Any) -> Expr:
     return const
 
 
-def _first_arg(pipe: PipeNode) -> Node:
-    """The node Go reports for errors about a range value: the last node the pipeline evaluated."""
-    return _last_eval(pipe)
-
-
 def _last_eval(n: Node) -> Node:
     """The last node Go marks while evaluating `n`; its errors that carry no node of their own report it."""
     if isinstance(n, PipeNode):
@@ -956,16 +939,6 @@ def _last_eval(n: Node) -> Node:
     if isinstance(n, ChainNode):
         return _last_eval(n.node)
     return n
-
-
-def _last_node(pipe: PipeNode) -> Node:
-    cmd = pipe.cmds[-1]
-    if len(cmd.args) == 1:
-        a = cmd.args[0]
-        if isinstance(a, PipeNode):
-            return _last_node(a)
-        return a
-    return cmd
 
 
 def _loop_values(st: State, w: Any, vs: list[Any], body: Stmt, items: Any, elem_slot: int) -> None:

@@ -35,8 +35,6 @@ ANY = 1
 STRING = 2
 INT = 3
 
-KIND_NAMES = {STRING: "string", INT: "int"}
-
 
 class CallError(Exception):
     """A function failed; the message follows Go's wording."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -950,6 +950,3 @@ def _int_from_arg(a: list[Any], arg_num: int) -> tuple[int, bool, int]:
             num = 0
             is_int = False
     return num, is_int, new_arg_num
-
-
-FormatFunc = Callable[[Any], str]
