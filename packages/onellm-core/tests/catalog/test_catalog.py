@@ -325,3 +325,26 @@ def test_describe_lists_values_with_their_layer() -> None:
     assert rows["pricing.asOf"] == ("2026-11-05", "shipped")
     assert rows["pricing.multipliers.region:us"][1] == "shipped"
     assert catalog.describe("gpt-9") == [("name", "gpt-9", None)]
+
+
+def test_names_keep_the_spelling_of_the_layer_that_introduced_them() -> None:
+    catalog = Catalog.from_layers(
+        CatalogLayer.from_data({"name": "Acme", "models": [{"name": "Model-One"}]}, name="shipped"),
+        {"name": "ACME", "models": [{"name": "model-one", "contextWindow": 5}]},
+    )
+    resolved = catalog.resolve("acme:MODEL-ONE")
+    assert (resolved.provider, resolved.name, resolved.entry.context_window) == ("Acme", "Model-One", 5)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("name: p\nmodels:\n  - name: m\n    contextWindow: 1" + "0" * 30 + "\n", "whole number"),
+        ("name: p\nmodels:\n  - name: m\n    pricing: {inputPerMillion: 1e400}\n", "out of range"),
+        ("name: p\nmodels:\n  - name: m\n    contextWindow: " + "9" * 5000 + "\n", "cannot be read"),
+        ("name: p\nproperties: {a: " + "[" * 5000 + "]" * 5000 + "}\n", "nests deeper"),
+    ],
+)
+def test_hostile_values_are_typed_errors(text: str, message: str) -> None:
+    with pytest.raises(BadDefinitionError, match=message):
+        CatalogLayer.from_text(text, file="hostile.yaml")

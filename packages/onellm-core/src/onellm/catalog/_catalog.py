@@ -130,6 +130,11 @@ def _source_from_text(text: str, file: str | None) -> _Source:
 
 
 def _source_from_documents(docs: Sequence[Any], *, file: str | None, text: str | None) -> _Source:
+    if text is None:
+        from onellm.catalog._yaml import check_size
+
+        for doc in docs:
+            check_size(doc, file)
     providers: list[dict[str, Any]] = []
     for index, doc in enumerate(docs):
         items: list[tuple[str, Any]]
@@ -377,7 +382,11 @@ class Catalog:
             for _file, provider in layer.providers():
                 key = provider["name"].lower()
                 below = merged.get(key)
-                merged[key] = provider if below is None else merge_values(below, provider)
+                if below is None:
+                    merged[key] = provider
+                else:
+                    merged[key] = merge_values(below, provider)
+                    merged[key]["name"] = below["name"]
         self._providers = {key: ProviderEntry(data) for key, data in merged.items()}
         self._resolved: dict[str, ResolvedModel] = {}
         self._build_index()

@@ -21,7 +21,10 @@ def merge_models(lower: Sequence[Any], higher: Sequence[Any]) -> list[Any]:
     for model in higher:
         key = model["name"].lower() if isinstance(model, Mapping) and "name" in model else None
         if key is not None and key in index:
-            out[index[key]] = merge_values(out[index[key]], model)
+            below = out[index[key]]
+            merged = merge_values(below, model)
+            merged["name"] = below["name"]  # the spelling of the layer that introduced the model stays
+            out[index[key]] = merged
         else:
             if key is not None:
                 index[key] = len(out)

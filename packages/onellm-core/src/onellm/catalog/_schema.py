@@ -74,14 +74,19 @@ def _bool(value: Any, path: str) -> Any:
     raise SchemaError(f"expected true or false, found {_type_name(value)}", path)
 
 
+_MAX_COUNT = 10**15
+
+
 def _count(value: Any, path: str) -> Any:
     if value is None:
         return None
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _MAX_COUNT:
         return value
-    if isinstance(value, Decimal) and value == value.to_integral_value() and value >= 0:
+    if isinstance(value, Decimal) and 0 <= value <= _MAX_COUNT and value == value.to_integral_value():
         return int(value)
-    raise SchemaError(f"expected a whole number of zero or more, found {_type_name(value)} {value!r}", path)
+    raise SchemaError(
+        f"expected a whole number from 0 to {_MAX_COUNT}, found {_type_name(value)} {str(value)[:40]!r}", path
+    )
 
 
 def to_decimal(value: Any) -> Decimal | None:
@@ -112,6 +117,8 @@ def _money(value: Any, path: str) -> Any:
         raise SchemaError(f"expected a number, found {_type_name(value)} {value!r}", path)
     if result < 0:
         raise SchemaError(f"a price or factor cannot be negative ({value})", path)
+    if result.adjusted() > 15 or result.adjusted() < -30:
+        raise SchemaError(f"{str(value)[:40]} is out of range for a price or factor", path)
     return result
 
 

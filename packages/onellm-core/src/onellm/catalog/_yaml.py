@@ -12,9 +12,10 @@ from typing import Any
 
 from onellm.errors import BadDefinitionError
 
-__all__ = ["load_documents", "position_of"]
+__all__ = ["check_size", "load_documents", "position_of"]
 
 _MAX_NODES = 200_000
+_MAX_DEPTH = 64
 
 
 def _loader() -> Any:
@@ -47,18 +48,26 @@ def _loader() -> Any:
 
 
 def _count_nodes(value: Any, file: str | None) -> None:
-    """Refuse trees that aliases blow up beyond any real catalog (an alias bomb expands on every walk)."""
+    """Refuse trees that aliases blow up beyond any real catalog (an alias bomb expands on every walk), and trees
+    nested deeper than any real catalog (the checks that follow walk them recursively)."""
     seen = 0
-    stack = [value]
+    stack = [(value, 0)]
     while stack:
-        item = stack.pop()
+        item, depth = stack.pop()
         seen += 1
         if seen > _MAX_NODES:
             raise BadDefinitionError(f"the file expands to more than {_MAX_NODES} values", file=file)
+        if depth > _MAX_DEPTH:
+            raise BadDefinitionError(f"the file nests deeper than {_MAX_DEPTH} levels", file=file)
         if isinstance(item, dict):
-            stack.extend(item.values())
+            stack.extend((v, depth + 1) for v in item.values())
         elif isinstance(item, list):
-            stack.extend(item)
+            stack.extend((v, depth + 1) for v in item)
+
+
+def check_size(value: Any, file: str | None) -> None:
+    """The same size and depth limits for entries built in code."""
+    _count_nodes(value, file)
 
 
 def load_documents(text: str, *, file: str | None = None) -> list[Any]:
@@ -80,6 +89,8 @@ def load_documents(text: str, *, file: str | None = None) -> list[Any]:
         raise BadDefinitionError(str(exc), file=file) from None
     except RecursionError:
         raise BadDefinitionError("the file nests too deeply", file=file) from None
+    except ValueError as exc:  # for example an integer literal beyond Python's digit limit
+        raise BadDefinitionError(f"a value cannot be read: {str(exc)[:200]}", file=file) from None
     for doc in docs:
         _count_nodes(doc, file)
     return docs

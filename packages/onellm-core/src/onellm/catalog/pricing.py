@@ -53,6 +53,7 @@ BUILTIN_SUBSETS: dict[str, str] = {
     "inputImageTokens": "inputTokens",
     "inputVideoTokens": "inputTokens",
     "cacheCreation1hInputTokens": "cacheCreationInputTokens",
+    "cacheCreation5mInputTokens": "cacheCreationInputTokens",
 }
 """Counters that count tokens already inside another counter: child -> parent."""
 
