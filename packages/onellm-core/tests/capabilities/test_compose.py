@@ -154,3 +154,11 @@ def test_importing_capabilities_stays_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"
+
+
+def test_sum_of_grants(tree: Path) -> None:
+    parts = [Capabilities.files(tree), Capabilities.network("a.example"), Capabilities.shell_commands("ls")]
+    total = sum(parts)
+    assert isinstance(total, Capabilities)
+    assert total == parts[0] + parts[1] + parts[2]
+    assert sum(parts, Capabilities()) == Capabilities() + total

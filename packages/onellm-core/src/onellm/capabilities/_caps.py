@@ -296,6 +296,12 @@ class Capabilities:
             repo_control_writes=self.repo_control_writes or other.repo_control_writes,
         )
 
+    def __radd__(self, other: object) -> Capabilities:
+        # Lets `sum(grants, Capabilities())` and `sum(grants)` work: the 0 that `sum` starts from adds nothing.
+        if other == 0:
+            return self
+        return NotImplemented
+
     def intersect(self, other: Capabilities) -> Capabilities:
         """What a sub-agent gets: never wider than either side; write protections of both sides apply."""
         if not isinstance(other, Capabilities):
