@@ -108,9 +108,9 @@ def scalar(value: Any) -> str:
 
 def _key(key: Any, pad: str) -> str:
     if isinstance(key, str):
-        if _KEY.fullmatch(key) and key.lower() not in _RESERVED:
-            return key
         if len(key) < 1000:
+            if _KEY.fullmatch(key) and key.lower() not in _RESERVED:
+                return key
             return quote(key)
         # Implicit keys are limited to 1024 characters; longer ones take the explicit form.
         return f"? {quote(key)}\n{pad}"

@@ -116,9 +116,11 @@ class FileInstanceStore:
         query = InstanceQuery(
             state=state, caller=caller, name_contains=name_contains, modified_since=modified_since, limit=limit
         )
-        return await anyio.to_thread.run_sync(self._list, query)
+        return await anyio.to_thread.run_sync(self._list_sync, query)
 
-    def _list(self, query: InstanceQuery) -> builtins.list[InstanceSummary]:
+    def _list_sync(self, query: InstanceQuery | None = None) -> builtins.list[InstanceSummary]:
+        if query is None:
+            query = InstanceQuery()
         since_ns = None
         if query.modified_since is not None:
             since = query.modified_since
@@ -136,12 +138,17 @@ class FileInstanceStore:
             if not is_valid_instance_id(instance_id):
                 continue
             try:
+                if not entry.is_file():
+                    continue
                 mtime_ns = entry.stat().st_mtime_ns
                 if since_ns is not None and mtime_ns < since_ns:
                     continue
                 raw = Path(entry.path).read_bytes()
             except FileNotFoundError:
                 continue  # deleted since the directory was read
+            except OSError as exc:
+                _log.warning("skipping an instance file that cannot be read: %s: %s", entry.path, exc)
+                continue
             try:
                 header = read_header(raw, file=entry.path)
             except BadDefinitionError as exc:

@@ -1,0 +1,404 @@
+"""The instance model: every key of the format, states, fork and duplicate, ids, and how saving reuses text."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from onellm.errors import BadDefinitionError, OnellmError
+from onellm.instances import (
+    HEADER_KEYS,
+    AskUser,
+    Compaction,
+    ForkOrigin,
+    Instance,
+    InstanceFailure,
+    InstanceState,
+    InvalidInstanceIdError,
+    PendingApproval,
+    is_valid_instance_id,
+    new_instance_id,
+    validate_instance_id,
+)
+from onellm.messages import Message, TextPart, Timestamp, ToolCall
+from onellm.testing.store_conformance import RICH_INSTANCE
+from onellm.yamlio import safe_load
+
+
+def conversation(n: int, instance_id: str = "conv") -> Instance:
+    inst = Instance(id=instance_id, name="Conversation", model="claude-haiku", state="waiting")
+    for i in range(n):
+        if i % 2 == 0:
+            inst.messages.append(Message(id=f"m{i}", user=[TextPart(text=f"question {i}")]))
+        else:
+            inst.messages.append(
+                Message(
+                    id=f"m{i}",
+                    assistant=[TextPart(text=f"answer {i}\nover two lines")],
+                    tool_calls=[
+                        ToolCall(
+                            id=f"c{i}", tool="read_file", inputs={"path": f"f{i}.txt"}, result=[TextPart(text="x")]
+                        )
+                    ],
+                )
+            )
+    return inst
+
+
+class CountingToData:
+    """Counts `Message.to_data` calls: a message whose text is reused is never turned into data again."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls = 0
+        original = Message.to_data
+
+        def counted(msg: Message) -> dict[str, Any]:
+            self.calls += 1
+            return original(msg)
+
+        monkeypatch.setattr(Message, "to_data", counted)
+
+
+def test_every_key_of_the_format_is_an_attribute() -> None:
+    inst = Instance.loads(RICH_INSTANCE)
+    assert inst.id == "rich-1"
+    assert inst.agent_definition == "agents/clerk.yaml"
+    assert (inst.name, inst.description, inst.model) == ("Court clerk", "Looks up dockets", "claude-sonnet-4-5")
+    assert inst.service_tier == "priority"
+    assert inst.thinking == {"effort": "high", "budget": 2048}
+    assert inst.temperature == Decimal("0.3")
+    assert (inst.max_iterations, inst.max_tokens) == (40, 4096)
+    assert inst.system_prompt == "You are the clerk.\nAnswer briefly.\n"
+    assert inst.references == [{"routine": "/agent-tools/os/read-file", "tools": ["read_file"], "futureRefKey": "kept"}]
+    assert inst.working_directory == "{{ .inputs.root }}"
+    assert inst.initial_prompts == [{"user": [{"text": "Case {{ .inputs.caseNo }}"}]}]
+    assert inst.inputs == {"caseNo": "24-1234"}
+    assert inst.headers == {"X-Team": "clerks"}
+    assert inst.invocation_mode == "autonomous"
+    assert inst.llm_turn_logs is False
+    assert inst.missing_key == "error"
+    assert inst.hooks == [{"file": "hooks/audit.js", "points": ["BeforeToolCall"]}]
+    assert inst.context_strategy == {"type": "compact", "keepLast": 6}
+    assert inst.requested_model == "claude-sonnet"
+    assert inst.max_image_size == 1568
+    assert inst.state == "waiting_for_approval"
+    assert inst.effective_state is InstanceState.WAITING_FOR_APPROVAL
+    assert (inst.caller_instance_id, inst.spawner_instance_id) == ("parent-7", "parent-7")
+    assert inst.caller_tool_call_id == "call_parent_1"
+    assert inst.delegation_prompt == "Find the docket"
+    assert inst.run_started_at == Timestamp("2026-11-05T09:30:00.1234567Z")
+    assert inst.run_started_at is not None
+    assert inst.run_started_at.hundred_ns == 7
+    assert inst.rendered_system_prompt == "You are the clerk.\nAnswer briefly.\n"
+    assert inst.metadata is not None
+    assert inst.metadata["futureMeta"] == 3
+    assert inst.error == InstanceFailure(type="RateLimitError", message="slow down", extra={"futureErrorKey": True})
+    assert inst.cancelled is False
+    assert inst.capabilities == {"readRoots": ["/srv/cases"], "writeRoots": [], "shell": {"enabled": False}}
+    assert inst.capabilities_recorded is True
+    assert inst.ask_user == AskUser(tool_call_id="call_ask", message_id="m2", extra={"futureAskKey": "x"})
+    assert inst.forked_from == ForkOrigin(instance_id="origin-1", message_id="m0")
+    assert inst.extra == {"boundSubscription": {"topic": "dockets", "since": 3}}
+    (approval,) = inst.pending_approvals
+    assert approval == PendingApproval(
+        tool_call_id="call_2",
+        tool="delete_file",
+        message_id="m2",
+        inputs={"path": "/srv/cases/old.txt"},
+        reason="deletes a file",
+        requested_at=Timestamp("2026-11-05T09:31:00Z"),
+        extra={"futureApprovalKey": [1, 2]},
+    )
+    assert not approval.decided
+    (compaction,) = inst.compactions
+    assert compaction == Compaction(
+        strategy="clearToolResults",
+        at=Timestamp("2026-11-05T09:30:30Z"),
+        replaced_message_ids=["m0"],
+        cost=Decimal("0.0012"),
+        at_message_id="m1",
+        replaced_cost=Decimal("0.25"),
+        extra={"futureCompactionKey": "y"},
+    )
+    assert [m.id for m in inst.messages] == ["m1", "m2"]
+    assert inst.messages[1].extra == {"futureMessageKey": {"a": [1, {"b": 2}]}}
+
+
+def test_header_keys_are_written_in_the_spec_order_with_messages_last() -> None:
+    inst = Instance.loads(RICH_INSTANCE)
+    inst.state = "stopped"  # a change: the file is written again from the model
+    written = list(safe_load(inst.dumps()))
+    known = [k for k in written if k in HEADER_KEYS]
+    assert known == [k for k in HEADER_KEYS if k in written]
+    assert written[-3:] == ["pendingApprovals", "compactions", "messages"]
+    assert written.index("boundSubscription") == written.index("pendingApprovals") - 1
+
+
+def test_a_reader_accepts_any_key_order() -> None:
+    text = "messages:\n- id: a\n  user:\n  - text: hi\nstate: waiting\ninstanceId: backwards\n"
+    inst = Instance.loads(text)
+    assert (inst.id, inst.state, len(inst.messages)) == ("backwards", "waiting", 1)
+    assert inst.dumps() == text
+    inst.state = "stopped"
+    assert inst.dumps() == "instanceId: backwards\nstate: stopped\nmessages:\n- id: a\n  user:\n  - text: hi\n"
+
+
+@pytest.mark.parametrize("state", ["running", "waiting", "waiting_for_approval", "stopped", "error"])
+def test_known_states(state: str) -> None:
+    inst = Instance.loads(f"instanceId: s\nstate: {state}\n")
+    assert inst.effective_state == InstanceState(state)
+    assert inst.state == state
+
+
+def test_an_unknown_state_is_kept_and_treated_as_stopped() -> None:
+    text = "instanceId: s\nstate: paused_by_operator\n"
+    inst = Instance.loads(text)
+    assert inst.state == "paused_by_operator"
+    assert inst.effective_state is InstanceState.STOPPED
+    assert inst.dumps() == text
+    inst.name = "renamed"
+    assert "state: paused_by_operator\n" in inst.dumps()
+    assert Instance(id="x").effective_state is InstanceState.STOPPED
+
+
+def test_null_and_absent_are_the_same() -> None:
+    inst = Instance.loads("instanceId: nn\nname: ~\nfuture: null\nmetadata:\n  renderedSystemPrompt: ~\n")
+    assert inst.name is None
+    assert "future" not in inst.extra
+    assert inst.rendered_system_prompt is None
+    inst.state = "stopped"
+    assert inst.dumps() == "instanceId: nn\nstate: stopped\nmetadata:\n  renderedSystemPrompt: null\n"
+
+
+def test_a_list_written_empty_stays_empty_and_an_absent_one_stays_absent() -> None:
+    inst = Instance.loads("instanceId: e\npendingApprovals: []\nmessages: []\n")
+    inst.state = "waiting"
+    assert inst.dumps() == "instanceId: e\nstate: waiting\npendingApprovals: []\nmessages: []\n"
+    plain = Instance.loads("instanceId: e\n")
+    plain.state = "waiting"
+    assert plain.dumps() == "instanceId: e\nstate: waiting\n"
+
+
+def test_timestamps_keep_100_ns() -> None:
+    inst = Instance(id="t", run_started_at=Timestamp("2026-11-05T09:30:00.1234567+05:30"))
+    text = inst.dumps()
+    assert 'runStartedAt: "2026-11-05T09:30:00.1234567+05:30"\n' in text
+    assert Instance.loads(text).run_started_at == inst.run_started_at
+
+
+def test_approvals_record_decisions() -> None:
+    entry = PendingApproval(tool_call_id="c1", tool="rm", reason="needs approval")
+    entry.approve()
+    assert entry.to_data() == {"toolCallId": "c1", "tool": "rm", "reason": "needs approval", "decision": "approved"}
+    entry.deny("not today")
+    assert entry.to_data()["decision"] == "denied"
+    assert entry.to_data()["reason"] == "not today"
+
+
+def test_replaced_cost_is_written_as_a_decimal_string() -> None:
+    inst = Instance(id="c", compactions=[Compaction(strategy="compact", replaced_cost=Decimal("0.10"))])
+    assert 'replacedCost: "0.10"\n' in inst.dumps()
+    assert Instance.loads(inst.dumps()).compactions[0].replaced_cost == Decimal("0.10")
+
+
+def test_rendered_system_prompt_lives_in_metadata() -> None:
+    inst = Instance(id="r")
+    inst.rendered_system_prompt = "Hi."
+    assert inst.metadata == {"renderedSystemPrompt": "Hi."}
+    inst.rendered_system_prompt = None
+    assert inst.metadata == {}
+
+
+# -- saving reuses text ---------------------------------------------------------------------------------------------
+
+
+def test_appending_a_turn_writes_only_the_new_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = conversation(40).dumps()
+    inst = Instance.loads(text)
+    counter = CountingToData(monkeypatch)
+    inst.messages.append(Message(id="m40", user=[TextPart(text="one more")]))
+    appended = inst.dumps()
+    assert counter.calls == 1
+    assert appended == text + "- id: m40\n  user:\n  - text: one more\n"
+    inst.state = "running"
+    inst.messages.append(Message(id="m41", user=[TextPart(text="and another")]))
+    changed = inst.dumps()
+    assert counter.calls == 2
+    assert changed.startswith("instanceId: conv\nname: Conversation\nmodel: claude-haiku\nstate: running\n")
+    assert Instance.loads(changed) == inst
+
+
+def test_an_unchanged_instance_returns_the_loaded_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = conversation(10).dumps()
+    inst = Instance.loads(text)
+    counter = CountingToData(monkeypatch)
+    assert inst.dumps() is text
+    assert counter.calls == 0
+
+
+def test_replacing_a_message_rewrites_that_block_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    inst = Instance.loads(conversation(10).dumps())
+    counter = CountingToData(monkeypatch)
+    inst.messages[3] = msgspec.structs.replace(inst.messages[3], assistant=[TextPart(text="edited")])
+    text = inst.dumps()
+    assert counter.calls == 1
+    assert Instance.loads(text).messages[3].assistant == [TextPart(text="edited")]
+
+
+def test_a_hand_written_header_keeps_its_comments_while_unchanged() -> None:
+    text = "# my notes\ninstanceId: h  # keep\nstate: waiting\nmessages:\n- id: a\n  user:\n  - text: hi\n"
+    inst = Instance.loads(text)
+    inst.messages.append(Message(id="b", user=[TextPart(text="next")]))
+    assert inst.dumps() == text + "- id: b\n  user:\n  - text: next\n"
+
+
+def test_new_blocks_follow_the_file_sequence_indentation() -> None:
+    text = "instanceId: i\nmessages:\n  - id: a\n    user:\n      - text: hi\n"
+    inst = Instance.loads(text)
+    inst.messages.append(Message(id="b", user=[TextPart(text="next")]))
+    out = inst.dumps()
+    assert out == text + "  - id: b\n    user:\n    - text: next\n"
+    assert [m.id for m in Instance.loads(out).messages] == ["a", "b"]
+
+
+def test_a_file_without_a_final_newline_can_be_appended_to() -> None:
+    text = "instanceId: i\nmessages:\n- id: a\n  user:\n  - text: hi"
+    inst = Instance.loads(text)
+    assert inst.dumps() == text
+    inst.messages.append(Message(id="b", user=[TextPart(text="next")]))
+    assert [m.id for m in Instance.loads(inst.dumps()).messages] == ["a", "b"]
+
+
+def test_a_file_in_another_layout_is_written_canonically_once_changed() -> None:
+    text = "{instanceId: flow, state: waiting, messages: [{id: a, user: [{text: hi}]}]}\n"
+    inst = Instance.loads(text)
+    assert inst.dumps() == text
+    inst.messages.append(Message(id="b", user=[TextPart(text="next")]))
+    assert inst.dumps() == (
+        "instanceId: flow\nstate: waiting\nmessages:\n- id: a\n  user:\n  - text: hi\n- id: b\n  user:\n  - text: next\n"
+    )
+
+
+def test_blocks_the_fast_reader_declines_are_read_by_the_general_loader() -> None:
+    text = (
+        "instanceId: mixed\nmessages:\n"
+        "- id: plain\n  user:\n  - text: hi\n"
+        "- {id: flow, user: [{text: 'flow style'}]}\n"
+        "- id: anchored\n  user:\n  - text: &t shared\n  - text: *t\n"
+    )
+    inst = Instance.loads(text)
+    assert [m.id for m in inst.messages] == ["plain", "flow", "anchored"]
+    assert inst.messages[2].user == [TextPart(text="shared"), TextPart(text="shared")]
+    assert inst.dumps() == text
+    inst.messages.append(Message(id="next"))
+    assert inst.dumps() == text + "- id: next\n"
+
+
+def test_save_writes_atomically_and_leaves_no_temporary_file(tmp_path: Path) -> None:
+    inst = conversation(4)
+    path = tmp_path / "conv.yaml"
+    inst.save(path)
+    inst.messages.append(Message(id="m4"))
+    inst.save(path, durable=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["conv.yaml"]
+    assert Instance.load(path) == inst
+
+
+def test_load_names_the_file_in_errors(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("instanceId: b\nmaxTokens: lots\n")
+    with pytest.raises(BadDefinitionError) as caught:
+        Instance.load(path)
+    assert (caught.value.file, caught.value.line, caught.value.column) == (str(path), 2, 12)
+    assert caught.value.path == "maxTokens"
+
+
+def test_to_data_and_from_data_round_trip() -> None:
+    inst = Instance.loads(RICH_INSTANCE)
+    again = Instance.from_data(inst.to_data())
+    assert again == inst
+    with pytest.raises(BadDefinitionError):
+        Instance.from_data(["not", "a", "mapping"])  # type: ignore[arg-type]
+
+
+# -- fork and duplicate -----------------------------------------------------------------------------------------------
+
+
+def test_fork_up_to_a_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    source = Instance.loads(RICH_INSTANCE)
+    fork = source.fork("rich-fork", through="m1")
+    assert fork.id == "rich-fork"
+    assert [m.id for m in fork.messages] == ["m1"]
+    assert fork.messages[0] is source.messages[0]
+    assert fork.state == "stopped"
+    assert fork.pending_approvals == []
+    assert fork.run_started_at is None
+    assert fork.forked_from == ForkOrigin(instance_id="rich-1", message_id="m1")
+    assert fork.extra == source.extra
+    assert fork.metadata == source.metadata
+    assert fork.metadata is not source.metadata
+    # The source is untouched.
+    assert source.dumps() == RICH_INSTANCE
+    # The fork's first save reuses the text of the shared messages.
+    counter = CountingToData(monkeypatch)
+    text = fork.dumps()
+    assert counter.calls == 0
+    assert "pendingApprovals" not in safe_load(text)
+    assert Instance.loads(text) == fork
+
+
+def test_duplicate_copies_the_whole_conversation() -> None:
+    source = conversation(5, "orig")
+    copy = source.duplicate("copy-1")
+    assert [m.id for m in copy.messages] == [m.id for m in source.messages]
+    assert copy.forked_from == ForkOrigin(instance_id="orig", message_id="m4")
+    assert copy.state == "stopped"
+    copy.messages.append(Message(id="only-in-copy"))
+    assert len(source.messages) == 5
+    generated = source.duplicate()
+    assert generated.id is not None
+    assert is_valid_instance_id(generated.id)
+    assert generated.id != source.id
+
+
+def test_fork_refuses_an_unknown_message_and_a_bad_id() -> None:
+    source = conversation(3)
+    with pytest.raises(LookupError):
+        source.fork("f", through="nope")
+    with pytest.raises(InvalidInstanceIdError):
+        source.fork("not/valid")
+
+
+def test_fork_of_an_empty_instance() -> None:
+    fork = Instance(id="empty").fork("f")
+    assert fork.forked_from == ForkOrigin(instance_id="empty", message_id=None)
+    assert fork.messages == []
+
+
+# -- ids --------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("good", ["a", "A-b_9", "x" * 128, "01JC9K2W5R8N3Q4T6V7X9Y0Z1A", "-", "_"])
+def test_valid_ids(good: str) -> None:
+    assert validate_instance_id(good) == good
+    assert is_valid_instance_id(good)
+
+
+@pytest.mark.parametrize("bad", ["", "x" * 129, "a/b", "a\\b", "a.b", "a b", "é", "a\n", "ａ", None, 5])
+def test_invalid_ids(bad: object) -> None:
+    assert not is_valid_instance_id(bad)
+    with pytest.raises(InvalidInstanceIdError) as caught:
+        validate_instance_id(bad)
+    assert isinstance(caught.value, ValueError)
+    assert isinstance(caught.value, OnellmError)
+    assert caught.value.instance_id == bad
+
+
+def test_new_ids_are_valid_and_distinct() -> None:
+    ids = {new_instance_id() for _ in range(200)}
+    assert len(ids) == 200
+    assert all(is_valid_instance_id(i) for i in ids)
