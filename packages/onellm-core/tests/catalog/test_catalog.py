@@ -348,3 +348,22 @@ def test_names_keep_the_spelling_of_the_layer_that_introduced_them() -> None:
 def test_hostile_values_are_typed_errors(text: str, message: str) -> None:
     with pytest.raises(BadDefinitionError, match=message):
         CatalogLayer.from_text(text, file="hostile.yaml")
+
+
+def test_lenient_shapes_of_known_keys() -> None:
+    layer = CatalogLayer.from_text(
+        "name: p\n"
+        "capabilities: {chat: true, streaming: false, tools: true}\n"
+        "models:\n"
+        "  - name: m\n"
+        "    serviceTiers: {flex: 0.5, priority: {pricingMultiplier: 2}}\n"
+        "    pricing: {inputPerMillion: 1, asOf: '2026-11-05T10:00:00Z'}\n"
+    )
+    catalog = Catalog([layer])
+    resolved = catalog.resolve("p:m")
+    assert resolved.capabilities == ("chat", "tools")
+    tiers = resolved.entry.service_tiers
+    assert tiers is not None
+    assert tiers["flex"].pricing_multiplier == Decimal("0.5")
+    assert resolved.entry.pricing is not None
+    assert resolved.entry.pricing["asOf"] == "2026-11-05"

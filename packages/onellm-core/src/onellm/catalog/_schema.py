@@ -130,8 +130,13 @@ def _date(value: Any, path: str) -> Any:
     if isinstance(value, _dt.date):
         return value.isoformat()
     if isinstance(value, str):
+        text = value.strip()
         try:
-            return _dt.date.fromisoformat(value.strip()).isoformat()
+            return _dt.date.fromisoformat(text).isoformat()
+        except ValueError:
+            pass
+        try:  # a full timestamp: its date
+            return _dt.datetime.fromisoformat(text.replace("Z", "+00:00")).date().isoformat()
         except ValueError:
             pass
     raise SchemaError(f"expected a date (YYYY-MM-DD), found {_type_name(value)} {value!r}", path)
@@ -306,7 +311,24 @@ _THINKING = _record(
     }
 )
 
-_SERVICE_TIER = _record({"pricingMultiplier": _money, "displayName": _str})
+_SERVICE_TIER_RECORD = _record({"pricingMultiplier": _money, "displayName": _str})
+
+
+def _service_tier(value: Any, path: str) -> Any:
+    """A tier is a mapping; a bare number is read as its `pricingMultiplier`."""
+    if value is None:
+        return {}
+    if isinstance(value, (int, float, Decimal)) and not isinstance(value, bool):
+        return {"pricingMultiplier": _money(value, path)}
+    return _SERVICE_TIER_RECORD(value, path)
+
+
+def _capabilities(value: Any, path: str) -> Any:
+    """A list of names, or a mapping of name to true/false."""
+    if isinstance(value, Mapping):
+        return _map_of(_bool)(value, path)
+    return _list_of(_name)(value, path)
+
 
 _MODEL = _model_record(
     {
@@ -316,7 +338,7 @@ _MODEL = _model_record(
         "contextWindow": _count,
         "maxOutputTokens": _count,
         "thinking": _thinking,
-        "serviceTiers": _map_of(_SERVICE_TIER),
+        "serviceTiers": _map_of(_service_tier),
         "pricing": _PRICING,
         "pricingPeriods": _list_of(_PERIOD),
         "properties": _map_of(_plain),
@@ -338,7 +360,7 @@ _PRESET = _record(
         "local": _bool,
         "modelPatterns": _list_of(_name),
         "aliases": _map_of(_name),
-        "capabilities": _list_of(_name),
+        "capabilities": _capabilities,
         "models": _list_of(_MODEL),
         "properties": _map_of(_plain),
     }
@@ -351,7 +373,7 @@ _PROVIDER = _record(
         "modelPatterns": _list_of(_name),
         "aliases": _map_of(_name),
         "apiKeyEnvVar": _str,
-        "capabilities": _list_of(_name),
+        "capabilities": _capabilities,
         "presets": _map_of(_PRESET),
         "models": _list_of(_MODEL),
         "properties": _map_of(_plain),

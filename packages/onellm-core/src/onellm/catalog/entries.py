@@ -189,6 +189,14 @@ class ModelEntry:
         return self.price_table
 
 
+def _capability_names(caps: Any) -> tuple[str, ...] | None:
+    if caps is None:
+        return None
+    if isinstance(caps, Mapping):
+        return tuple(name for name, on in caps.items() if on)
+    return tuple(caps)
+
+
 def _is_flag(key: str) -> bool:
     return key.startswith("supports") and len(key) > 8 and key[8].isupper()
 
@@ -235,8 +243,7 @@ class PresetEntry:
 
     @property
     def capabilities(self) -> tuple[str, ...] | None:
-        caps = self.data.get("capabilities")
-        return tuple(caps) if caps is not None else None
+        return _capability_names(self.data.get("capabilities"))
 
     @cached_property
     def models(self) -> tuple[ModelEntry, ...]:
@@ -290,8 +297,7 @@ class ProviderEntry:
 
     @property
     def capabilities(self) -> tuple[str, ...] | None:
-        caps = self.data.get("capabilities")
-        return tuple(caps) if caps is not None else None
+        return _capability_names(self.data.get("capabilities"))
 
     @property
     def properties(self) -> dict[str, Any]:
