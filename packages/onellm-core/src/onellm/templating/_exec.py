@@ -27,7 +27,7 @@ from onellm.templating._funcs import (
     go_call,
     truth,
 )
-from onellm.templating._gofmt import MISSING, U8, go_quote, go_type, value_text
+from onellm.templating._gofmt import MISSING, U8, go_quote, go_type, sorted_items, value_text
 from onellm.templating._parse import (
     ActionNode,
     BoolNode,
@@ -452,7 +452,8 @@ class _Compiler:
             self.scopes.append({})
             saved_iface = self.dot_iface
             self.dot_iface = True
-            self.iface_slots.update(decl_slots)
+            if decl_slots:
+                self.iface_slots.add(decl_slots[-1])
             try:
                 body = self.block(n.list)
             finally:
@@ -493,8 +494,7 @@ class _Compiler:
                     if other is not None:
                         other(st, w, dot, vs)
                     return None
-                keys = sorted(val)
-                pairs = [(k, val[k]) for k in keys]
+                pairs = sorted_items(val)
             elif t is int or (isinstance(val, int) and not isinstance(val, bool)):
                 if ndecl > 1:
                     raise ExecFail(

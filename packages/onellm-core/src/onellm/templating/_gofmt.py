@@ -17,7 +17,18 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["MISSING", "U8", "go_quote", "go_type", "sprint", "sprintf", "sprintln", "to_bytes", "value_text"]
+__all__ = [
+    "MISSING",
+    "U8",
+    "go_quote",
+    "go_type",
+    "sorted_items",
+    "sprint",
+    "sprintf",
+    "sprintln",
+    "to_bytes",
+    "value_text",
+]
 
 
 class _Missing:
@@ -320,7 +331,7 @@ def _can_backquote(s: str) -> bool:
 # Printing
 
 
-def _sorted_items(m: Mapping[Any, Any]) -> list[tuple[Any, Any]]:
+def sorted_items(m: Mapping[Any, Any]) -> list[tuple[Any, Any]]:
     try:
         return sorted(m.items(), key=lambda kv: kv[0])
     except TypeError:
@@ -343,7 +354,7 @@ def value_text(v: Any) -> str:
     if t is list or t is tuple:
         return "[" + " ".join([value_text(e) for e in v]) + "]"
     if t is dict:
-        return "map[" + " ".join([value_text(k) + ":" + value_text(e) for k, e in _sorted_items(v)]) + "]"
+        return "map[" + " ".join([value_text(k) + ":" + value_text(e) for k, e in sorted_items(v)]) + "]"
     if t is Decimal:
         return format_float_g(float(v))
     p = _Printer()
@@ -697,7 +708,7 @@ class _Printer:
             self._print_str(str(v), verb)
         elif isinstance(v, Mapping):
             self.buf.append("map[")
-            for i, (k, e) in enumerate(_sorted_items(v)):
+            for i, (k, e) in enumerate(sorted_items(v)):
                 if i > 0:
                     self.buf.append(" ")
                 self.print_value(k, verb, depth + 1)
