@@ -19,8 +19,19 @@ ROOT_FOR_PATH = {
 }
 
 
+def any_of(node: Any) -> Any:
+    """The document's `oneOf` read as `anyOf`. OpenAPI picks a branch by its discriminator; plain JSON Schema fails a
+    `oneOf` when two branches accept a value (a user message with a content list fits both `EasyInputMessage` and
+    `InputMessage`), which the API itself accepts."""
+    if isinstance(node, dict):
+        return {("anyOf" if k == "oneOf" else k): any_of(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [any_of(v) for v in node]
+    return node
+
+
 def validator(root: str) -> Draft202012Validator:
-    document = {"$ref": f"#/components/schemas/{root}", "components": SCHEMAS["components"]}
+    document = {"$ref": f"#/components/schemas/{root}", "components": any_of(SCHEMAS["components"])}
     return Draft202012Validator(document)
 
 
