@@ -67,7 +67,12 @@ _SHELL_WIDTH = {ShellMode.OFF: 0, ShellMode.ALLOW_LIST: 1, ShellMode.ANY_PROGRAM
 
 
 def _deny(message: str, target: object, rule: str) -> CapabilityDeniedError:
-    return CapabilityDeniedError(message, target=str(target), rule=rule)
+    return denial(message, target=str(target), rule=rule)
+
+
+def denial(message: str, *, target: str, rule: str) -> CapabilityDeniedError:
+    """A refusal that names its target in the message and its rule both in the message and in `rule`."""
+    return CapabilityDeniedError(f"{message} (rule: {rule})", target=target, rule=rule)
 
 
 def _is_prefix(entry: tuple[str, ...], words: Sequence[str]) -> bool:

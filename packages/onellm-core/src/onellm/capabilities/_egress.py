@@ -23,9 +23,8 @@ from typing import Any, ClassVar
 import httpcore
 import httpx
 
-from onellm.capabilities._caps import Capabilities
+from onellm.capabilities._caps import Capabilities, denial
 from onellm.capabilities._network import NetworkGrant, normalize_host, parse_address, system_resolve
-from onellm.errors import CapabilityDeniedError
 
 __all__ = ["EgressClient", "Resolver"]
 
@@ -72,7 +71,7 @@ class _GuardedBackend(httpcore.AsyncNetworkBackend):
         allowed = [a for a in addresses if self._grant.allows_connection(host, port, a)]
         if not allowed:
             shown = ", ".join(addresses) or "no address"
-            raise CapabilityDeniedError(
+            raise denial(
                 f"Connection to {host}:{port} refused: it resolved to {shown}, which the network grant does not "
                 "allow (names never reach loopback, private or link-local addresses).",
                 target=f"{host}:{port}",
@@ -95,9 +94,7 @@ class _GuardedBackend(httpcore.AsyncNetworkBackend):
         timeout: float | None = None,  # noqa: ASYNC109 (httpcore's interface)
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        raise CapabilityDeniedError(
-            "Unix sockets are not reachable through the egress client.", target=path, rule="uds"
-        )
+        raise denial("Unix sockets are not reachable through the egress client.", target=path, rule="uds")
 
     async def sleep(self, seconds: float) -> None:
         await self._inner.sleep(seconds)
@@ -222,29 +219,25 @@ class EgressClient:
         try:
             parsed = url if isinstance(url, httpx.URL) else httpx.URL(url)
         except httpx.InvalidURL as exc:
-            raise CapabilityDeniedError(
-                f"Request to {url!r} refused: {exc}.", target=str(url), rule="bad-url"
-            ) from None
+            raise denial(f"Request to {url!r} refused: {exc}.", target=str(url), rule="bad-url") from None
         text = str(parsed)
         if not self.grant.enabled:
-            raise CapabilityDeniedError(
-                f"Request to {text} refused: no network grant.", target=text, rule="network-off"
-            )
+            raise denial(f"Request to {text} refused: no network grant.", target=text, rule="network-off")
         if parsed.scheme not in ("http", "https"):
-            raise CapabilityDeniedError(
+            raise denial(
                 f"Request to {text} refused: only http and https URLs are allowed.", target=text, rule="scheme"
             )
         if not parsed.host:
-            raise CapabilityDeniedError(f"Request to {text} refused: the URL has no host.", target=text, rule="scheme")
+            raise denial(f"Request to {text} refused: the URL has no host.", target=text, rule="scheme")
         port = parsed.port or _DEFAULT_PORTS[parsed.scheme]
         try:
             host = normalize_host(parsed.host)
         except ValueError:
-            raise CapabilityDeniedError(
+            raise denial(
                 f"Request to {text} refused: the host is not valid.", target=text, rule="host-not-granted"
             ) from None
         if not self.grant.allows_host(host, port):
-            raise CapabilityDeniedError(
+            raise denial(
                 f"Request to {text} refused: host {host}:{port} is not in the network grant.",
                 target=f"{host}:{port}",
                 rule="host-not-granted",
@@ -337,7 +330,7 @@ class EgressClient:
             try:
                 target = current.join(location)
             except httpx.InvalidURL as exc:
-                raise CapabilityDeniedError(
+                raise denial(
                     f"Redirect from {current} to an invalid location {location!r}.", target=location, rule="redirect"
                 ) from exc
             target = self.check_url(target)
@@ -349,7 +342,7 @@ class EgressClient:
                 for name in ("content-type", "content-length", "transfer-encoding"):
                     hdrs.pop(name, None)
             elif status in (307, 308) and cross_origin and body:
-                raise CapabilityDeniedError(
+                raise denial(
                     f"Redirect {status} from {current} to {target} would resend the request body to another origin; "
                     "refused.",
                     target=str(target),
