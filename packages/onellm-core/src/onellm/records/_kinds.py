@@ -35,6 +35,7 @@ __all__ = [
     "total_cost",
 ]
 
+_log = logging.getLogger("onellm.records")
 _ENCODER = msgspec.json.Encoder(decimal_format="number")
 _DECODER = msgspec.json.Decoder(float_hook=Decimal)
 
@@ -338,6 +339,10 @@ def parse_line(line: str | bytes, *, file: str | None = None, line_number: int |
         data = _DECODER.decode(line)
     except msgspec.DecodeError as exc:
         raise BadDefinitionError(f"not a JSON line: {exc}", file=file, line=line_number, column=1) from None
+    return _record_from(data, file, line_number)
+
+
+def _record_from(data: Any, file: str | None, line_number: int | None) -> Record | None:
     if not isinstance(data, dict):
         raise BadDefinitionError("a record is a JSON object", file=file, line=line_number, column=1)
     kind = data.get("kind")
@@ -350,41 +355,38 @@ def parse_line(line: str | bytes, *, file: str | None = None, line_number: int |
         raise BadDefinitionError(exc.detail, file=file, line=line_number, column=1, path=exc.path) from None
 
 
-def read_records(source: str | Path | Iterable[str | bytes], *, kind: str | None = None) -> Iterator[Record]:
-    """The records of a JSON-lines file (or of an iterable of lines), skipping blank lines and unknown kinds."""
+def read_records(
+    source: str | Path | Iterable[str | bytes], *, kind: str | None = None, strict: bool = False
+) -> Iterator[Record]:
+    """The records of a JSON-lines file (or of an iterable of lines), skipping blank lines and unknown kinds.
+
+    A line that is not JSON at all is what a crash leaves of an append cut short. By default it is reported (a warning
+    on the `onellm.records` logger, naming the file and line) and skipped; `strict=True` raises instead. A JSON line
+    that is not an object, or whose known fields have the wrong type, always raises `BadDefinitionError`.
+    """
     if isinstance(source, str | Path):
         path = Path(source)
         with path.open("rb") as handle:
-            yield from _records(handle, str(path), kind)
+            yield from _records(handle, str(path), kind, strict)
     else:
-        yield from _records(source, None, kind)
+        yield from _records(source, None, kind, strict)
 
 
-def _records(lines: Iterable[str | bytes], file: str | None, kind: str | None) -> Iterator[Record]:
-    pending: tuple[int, str | bytes] | None = None
+def _records(lines: Iterable[str | bytes], file: str | None, kind: str | None, strict: bool) -> Iterator[Record]:
     for number, line in enumerate(lines, start=1):
-        if pending is not None:
-            record = parse_line(pending[1], file=file, line_number=pending[0])
-            if record is not None and (kind is None or record.kind == kind):
-                yield record
-            pending = None
-        if line.strip():
-            pending = (number, line)
-    if pending is None:
-        return
-    number, line = pending
-    terminated = line.endswith(b"\n") if isinstance(line, bytes) else line.endswith("\n")
-    if not terminated:
+        if not line.strip():
+            continue
         try:
-            _DECODER.decode(line)
+            data = _DECODER.decode(line)
         except msgspec.DecodeError as exc:
-            # A last line with no line end that is not JSON is an append cut short by a crash: report it, stop.
+            if strict:
+                raise BadDefinitionError(f"not a JSON line: {exc}", file=file, line=number, column=1) from None
             where = f"{file}:{number}" if file else f"line {number}"
-            logging.getLogger("onellm.records").warning("skipped a torn last record at %s: %s", where, exc)
-            return
-    record = parse_line(line, file=file, line_number=number)
-    if record is not None and (kind is None or record.kind == kind):
-        yield record
+            _log.warning("skipped a torn record (an append cut short) at %s: %s", where, exc)
+            continue
+        record = _record_from(data, file, number)
+        if record is not None and (kind is None or record.kind == kind):
+            yield record
 
 
 def total_cost(records: Iterable[Record]) -> Decimal:

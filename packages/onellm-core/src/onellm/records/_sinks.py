@@ -52,6 +52,7 @@ class JsonlRecordSink:
         self.clock = clock
         self.fsync = fsync
         self._made = False
+        self._checked: set[Path] = set()
 
     def path_for(self, instance_id: str | None) -> Path:
         """The file holding the records of `instance_id` (None: the runtime's own records)."""
@@ -74,8 +75,16 @@ class JsonlRecordSink:
         if not self._made:
             self.directory.mkdir(parents=True, exist_ok=True)
             self._made = True
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o644)
         try:
+            if path not in self._checked:
+                # A crash may have cut the last append short; start on a fresh line so this record stays whole.
+                size = os.fstat(fd).st_size
+                if size:
+                    os.lseek(fd, size - 1, os.SEEK_SET)  # appends still go to the end (O_APPEND)
+                    if os.read(fd, 1) != b"\n":
+                        line = b"\n" + line
+                self._checked.add(path)
             view = memoryview(line)
             while view:
                 written = os.write(fd, view)
