@@ -398,3 +398,19 @@ def test_embedded_prompts_share_the_code_region_option() -> None:
     prompts = PromptEmbedSource({"p": "`{{ .x }}` {{ .x }}"})
     assert render('{{ embed "p" }}', {"x": 1}, embed_sources=[prompts]) == "`{{ .x }}` 1"
     assert render('{{ embed "p" }}', {"x": 1}, embed_sources=[prompts], escape_code_regions=False) == "`1` 1"
+
+
+def test_runs_of_text_and_fields_give_the_same_output_on_every_path() -> None:
+    """Text and `{{ .field }}` runs are compiled into one generated function for dict dots; other dots, and the
+    error mode, take the per-node path. Both must agree."""
+    from types import MappingProxyType
+
+    text = "a{{ .s }}b{{ .n }}c{{ .f }}d{{ .z }}e{{ .l }}f{{ .missing }}g"
+    data = {"s": "x", "n": 3, "f": 1.5, "z": None, "l": [1, "y"]}
+    expected = "axb3c1.5d<no value>e[1 y]f<no value>g"
+    assert render(text, data) == expected
+    assert render(text, MappingProxyType(data)) == expected
+    e = fails(text, data, missing_key="error")
+    assert e.detail.endswith('map has no entry for key "missing"')
+    assert render(text.replace("{{ .missing }}", ""), data, missing_key="error") == expected.replace("<no value>g", "g")
+    assert "can't evaluate field s in type int" in fails(text, 5).detail

@@ -268,21 +268,36 @@ class _Compiler:
     # -- statements
 
     def block(self, lst: ListNode) -> Stmt:
-        parts: list[Stmt] = []
-        texts: list[str] = []
-
-        def flush() -> None:
-            if texts:
-                parts.append(_text_stmt("".join(texts)))
-                texts.clear()
-
+        # Adjacent texts merge; a run of texts and plain `{{ .field }}` actions becomes one generated function.
+        items: list[str | Node] = []
         for n in lst.nodes:
             if isinstance(n, TextNode):
-                texts.append(n.text)
+                if items and isinstance(items[-1], str):
+                    items[-1] += n.text
+                else:
+                    items.append(n.text)
+            else:
+                items.append(n)
+        parts: list[Stmt] = []
+        run: list[str | Node] = []
+
+        def flush_run() -> None:
+            if not run:
+                return
+            singles = [_text_stmt(x) if isinstance(x, str) else self.node(x) for x in run]
+            if len(run) >= 2 and any(not isinstance(x, str) for x in run):
+                parts.append(_fused(run, singles))
+            else:
+                parts.extend(singles)
+            run.clear()
+
+        for it in items:
+            if isinstance(it, str) or _plain_field_action(it):
+                run.append(it)
                 continue
-            flush()
-            parts.append(self.node(n))
-        flush()
+            flush_run()
+            parts.append(self.node(it))
+        flush_run()
         if not parts:
             return _noop
         if len(parts) == 1:
@@ -911,6 +926,54 @@ class _Compiler:
         if isinstance(n, StringNode):
             return _const(n.text)
         return self.raiser(n, f"can't handle {n} for arg")
+
+
+def _plain_field_action(n: Node) -> bool:
+    """`{{ .name }}`: one field of dot, printed."""
+    if not isinstance(n, ActionNode) or n.pipe.decl or len(n.pipe.cmds) != 1:
+        return False
+    args = n.pipe.cmds[0].args
+    return len(args) == 1 and isinstance(args[0], FieldNode) and len(args[0].ident) == 1
+
+
+def _print_other(v: Any) -> str:
+    if type(v) is int:
+        return str(v)
+    if v is None or v is MISSING:
+        return "<no value>"
+    return value_text(v)
+
+
+def _fused(run: list[str | Node], singles: list[Stmt]) -> Stmt:
+    """One function for a run of texts and `{{ .field }}` actions, for a dot that is a dict in the default
+    missing-key mode; anything else runs the per-node closures."""
+
+    def fallback(st: State, w: Any, dot: Any, vs: list[Any]) -> None:
+        for f in singles:
+            f(st, w, dot, vs)
+
+    ns: dict[str, Any] = {"MISSING": MISSING, "_pt": _print_other, "FB": fallback}
+    lines = [
+        "def fused(st, w, dot, vs):",
+        "    if type(dot) is dict and not st.missing_error:",
+        "        get = dot.get",
+    ]
+    for i, it in enumerate(run):
+        if isinstance(it, str):
+            ns[f"T{i}"] = it
+            lines.append(f"        w(T{i})")
+        else:
+            assert isinstance(it, ActionNode)
+            field = it.pipe.cmds[0].args[0]
+            assert isinstance(field, FieldNode)
+            ns[f"N{i}"] = field.ident[0]
+            lines.append(f"        v = get(N{i}, MISSING)")
+            lines.append("        w(v if type(v) is str else _pt(v))")
+    lines.append("    else:")
+    lines.append("        FB(st, w, dot, vs)")
+    exec(compile("\n".join(lines), "<template>", "exec"), ns)
+    fn: Stmt = ns["fused"]
+    return fn
 
 
 def _text_stmt(text: str) -> Stmt:
