@@ -117,3 +117,58 @@ def test_a_decider_folder_names_the_decider() -> None:
         True: "Insults, shouting, threats to leave",
         False: "Calm or merely disappointed",
     }
+
+
+def _keys_at(data: Any, path: tuple[str, ...], out: dict[tuple[str, ...], set[str]]) -> None:
+    """Collect the keys found at each level, naming list levels by their key ('references[]')."""
+    if isinstance(data, dict):
+        out.setdefault(path, set()).update(str(k) for k in data)
+        for key, value in data.items():
+            _keys_at(value, (*path, str(key)), out)
+    elif isinstance(data, list):
+        for item in data:
+            _keys_at(item, (*path[:-1], path[-1] + "[]") if path else ("[]",), out)
+
+
+def test_corpus_covers_every_key_and_extension_point() -> None:
+    agents: dict[tuple[str, ...], set[str]] = {}
+    deciders: dict[tuple[str, ...], set[str]] = {}
+    metadata: dict[tuple[str, ...], set[str]] = {}
+    for path in FILES:
+        kind = _kind(path)
+        target = {"definition": agents, "decider": deciders, "metadata": metadata}[kind]
+        _keys_at(load_document(path.read_bytes()).plain or {}, (), target)
+    agent_keys = {
+        "name", "description", "model", "serviceTier", "thinking", "temperature", "maxIterations", "maxTokens",
+        "systemPrompt", "references", "workingDirectory", "initialPrompts", "inputs", "headers", "invocationMode",
+        "llmTurnLogs", "missingKey", "hooks", "contextStrategy",
+    }  # fmt: skip
+    assert agent_keys <= agents[()]
+    assert agents[()] - agent_keys, "unknown top-level keys"
+    assert {"routine", "swarm", "tools", "required"} < agents[("references[]",)]
+    assert {"file", "points"} < agents[("hooks[]",)]
+    assert {"effort", "budget"} < agents[("thinking",)]
+    assert {"type", "triggerTokens", "triggerPercent", "keepLast"} < agents[("contextStrategy",)]
+    assert {"user", "assistant", "toolCalls", "when", "cache", "id"} < agents[("initialPrompts[]",)]
+    assert {"text", "from", "json", "asset", "image"} < agents[("initialPrompts[]", "user[]")]
+    assert {"emphasis"} <= agents[("initialPrompts[]", "user[]")]
+    assert {
+        "tool",
+        "inputs",
+        "result",
+        "id",
+        "when",
+        "injected",
+        "injectedBy",
+        "isError",
+        "routine",
+        "retries",
+    } <= agents[("initialPrompts[]", "toolCalls[]")]
+    assert {"model", "state", "questions", "llm", "cache"} < deciders[()]
+    assert {"samples", "temperature", "thinking", "serviceTier", "topP"} <= deciders[("llm",)]
+    assert {"key", "explicit", "ttlSeconds"} <= deciders[("cache",)]
+    question_keys = set().union(
+        *(keys for level, keys in deciders.items() if len(level) == 2 and level[0] == "questions")
+    )
+    assert {"type", "instructions", "criteria", "forEach", "weight"} <= question_keys
+    assert {"name", "description", "version", "history", "examples", "rubrics", "owner"} <= metadata[()]
