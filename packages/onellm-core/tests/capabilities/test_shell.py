@@ -217,6 +217,10 @@ def test_display_escapes_control_characters() -> None:
     assert "\\u202E" in shown
     assert "\\u000A" in shown
     assert "\\u0007" in shown
+    hidden = CommandRequest("rm", ("a\u200bb", "\u2066x\u2069", "t\U000e0041"), "/w", "line").display()
+    assert "\\u200B" in hidden
+    assert "\\u2066" in hidden
+    assert "\\U000E0041" in hidden
 
 
 # --------------------------------------------------------------------------------------------------------- running

@@ -322,16 +322,15 @@ class CommandRequest:
 
 
 def _show(text: str) -> str:
+    # Control characters, and format characters (bidi overrides, zero-width joiners and the like) that could make the
+    # line a person approves look different from the line that runs.
+    import unicodedata
+
     out = []
     for c in text:
         cat = ord(c)
-        if (
-            cat < 0x20
-            or cat == 0x7F
-            or 0x80 <= cat < 0xA0
-            or c in "\u2028\u2029\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
-        ):
-            out.append(f"\\u{cat:04X}")
+        if cat < 0x20 or cat == 0x7F or unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp"):
+            out.append(f"\\u{cat:04X}" if cat <= 0xFFFF else f"\\U{cat:08X}")
         else:
             out.append(c)
     return "".join(out)
