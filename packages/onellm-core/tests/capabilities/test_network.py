@@ -646,3 +646,24 @@ async def test_a_plain_resolver_taking_only_the_host_works() -> None:
         with pytest.raises(Dialled) as dialled:
             await client.get("http://api.example.com/")
     assert dialled.value.host == PUBLIC
+
+
+def test_every_ipv4_embedding_is_judged_like_the_ipv4_address() -> None:
+    import ipaddress
+    import random
+
+    rng = random.Random(7)
+    special = [int(ipaddress.IPv4Address(a)) for a in ("127.0.0.1", "10.0.0.1", "169.254.1.1", "8.8.8.8", "0.0.0.0")]
+    for value in special + [rng.getrandbits(32) for _ in range(3000)]:
+        v4 = ipaddress.IPv4Address(value)
+        forms = [
+            ipaddress.IPv6Address((0xFFFF << 32) | value),  # ::ffff:a.b.c.d
+            ipaddress.IPv6Address((0xFFFF << 48) | value),  # ::ffff:0:a.b.c.d
+            ipaddress.IPv6Address((0x0064FF9B << 96) | value),  # 64:ff9b::a.b.c.d
+            ipaddress.IPv6Address((0x2002 << 112) | (value << 80)),  # 2002:aabb:ccdd::
+        ]
+        for form in forms:
+            assert is_public(form) == is_public(v4), (form, v4)
+            assert is_loopback(form) == is_loopback(v4), (form, v4)
+        compat = ipaddress.IPv6Address(value)  # ::a.b.c.d is never public
+        assert not is_public(compat)
