@@ -414,3 +414,12 @@ def test_runs_of_text_and_fields_give_the_same_output_on_every_path() -> None:
     assert e.detail.endswith('map has no entry for key "missing"')
     assert render(text.replace("{{ .missing }}", ""), data, missing_key="error") == expected.replace("<no value>g", "g")
     assert "can't evaluate field s in type int" in fails(text, 5).detail
+
+
+def test_now_accepts_a_clock() -> None:
+    from onellm.clock import FakeClock
+
+    clock = FakeClock(datetime(2025, 6, 1, 8, 30, tzinfo=UTC))
+    assert render('{{ now | date "2006-01-02 15:04" }}', now=clock) == "2025-06-01 08:30"
+    clock.advance(3600)
+    assert render('{{ now | date "15:04" }}', now=clock) == "09:30"

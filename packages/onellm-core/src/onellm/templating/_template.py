@@ -257,7 +257,7 @@ class Template:
         missing_key: MissingKey = "default",
         embed_sources: Any = None,
         cancel: Callable[[], bool] | Any = None,
-        now: Callable[[], Any] | None = None,
+        now: Callable[[], Any] | Any = None,
         max_output: int = OUTPUT_LIMIT,
         max_embed_depth: int = MAX_EMBED_DEPTH,
     ) -> str:
@@ -270,7 +270,8 @@ class Template:
                 `ref -> text | None`. None are configured by default.
             cancel: Checked while rendering: a callable returning True, or an object with `is_set()`
                 (such as `threading.Event`), stops the render with a "limit" error.
-            now: The time provider for the `now` function (a callable returning a datetime).
+            now: The time provider for the `now` function: a callable returning a datetime, or a clock
+                (an object with a `now()` method, such as `onellm.FakeClock`).
             max_output: Output limit in characters (64 Mi by default).
             max_embed_depth: How deep embeds may nest (16 by default).
 
@@ -296,6 +297,9 @@ class Template:
             if len(result) > OUTPUT_LIMIT or not result.isascii():
                 return self._finish(result, OUTPUT_LIMIT, False)
             return result
+        clock = getattr(now, "now", None)
+        if callable(clock):
+            now = clock
         return self._run(
             scope,
             missing_error,
@@ -463,7 +467,7 @@ def render(
     escape_code_regions: bool = True,
     embed_sources: Any = None,
     cancel: Any = None,
-    now: Callable[[], Any] | None = None,
+    now: Callable[[], Any] | Any = None,
 ) -> str:
     """Parse (cached) and render `text` with `scope`. See `Template.parse` and `Template.render`."""
     if type(text) is not str:
