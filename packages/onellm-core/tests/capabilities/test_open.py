@@ -182,3 +182,41 @@ def test_open_helpers_refuse_protected_state(tree: Path) -> None:
     with pytest.raises(CapabilityDeniedError):
         caps.write_bytes(tree / ".onellm" / "instances" / "i.yaml", b"forged")
     assert (tree / ".onellm" / "instances" / "i.yaml").read_text() == "i"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the directory handle is checked through /proc")
+def test_a_directory_swapped_and_swapped_back_around_the_open_is_detected(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Beyond the double check: the opened directory's own path is compared, so a swap undone before the second
+    resolution is still caught on Linux."""
+    caps = Capabilities.files(tree)
+    outside = tree.parent / "outside"
+    (outside / "b.txt").write_text("outside b")
+    sub = tree / "sub"
+    moved = tree / "sub.moved"
+    real = _caps.resolve_real
+    calls: list[str] = []
+
+    def resolve(path: str | os.PathLike[str], base: str) -> str:
+        result = real(path, base)
+        calls.append(result)
+        if len(calls) == 1:
+            shutil.move(str(sub), str(moved))
+            os.symlink(outside, sub)
+        return result
+
+    monkeypatch.setattr(_caps, "resolve_real", resolve)
+    real_open = _caps.os.open
+
+    def open_then_restore(path: str, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
+        fd = real_open(path, flags, mode, dir_fd=dir_fd)
+        if os.path.islink(sub):
+            os.unlink(sub)
+            shutil.move(str(moved), str(sub))
+        return fd
+
+    monkeypatch.setattr(_caps.os, "open", open_then_restore)
+    with pytest.raises(CapabilityDeniedError) as info:
+        caps.read_bytes(sub / "b.txt")
+    assert info.value.rule == "swapped"
