@@ -46,6 +46,7 @@ from onellm.messages._events import (
 )
 from onellm.providers._content import asset_base64, asset_url, json_text, result_text, strict_schema
 from onellm.providers._request import ChatRequest, ChatResponse, FinishReason, ToolDefinition
+from onellm.providers._stream import response_from
 from onellm.tools._provider_schemas import for_openai
 
 __all__ = [
@@ -461,26 +462,6 @@ def _finish_name(value: str | None, *, refused: bool) -> str | None:
     if reason is FinishReason.OTHER:
         return value
     return reason.value if reason is not None else None
-
-
-def response_from(accumulator: MessageAccumulator, warnings: list[CallWarning] | None = None) -> ChatResponse:
-    """The `ChatResponse` of a finished accumulator (whole and streamed calls alike)."""
-    message = accumulator.message()
-    message.usage = accumulator.usage
-    raw = accumulator.finish_reason
-    try:
-        reason: FinishReason | None = FinishReason(raw) if raw is not None else None
-    except ValueError:
-        reason = FinishReason.OTHER
-    return ChatResponse(
-        message=message,
-        usage=accumulator.usage,
-        finish_reason=reason,
-        provider_finish_reason=raw,
-        model=accumulator.model,
-        id=accumulator.response_id,
-        warnings=list(warnings or []),
-    )
 
 
 def decode_chat_completion(

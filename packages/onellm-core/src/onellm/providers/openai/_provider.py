@@ -14,32 +14,25 @@ import msgspec
 from onellm.clock import Clock
 from onellm.errors import MalformedResponseError, ProviderError, Secret
 from onellm.messages import Usage
-from onellm.messages._events import MessageAccumulator, StreamEvent
+from onellm.messages._events import StreamEvent
 from onellm.providers._http import HttpCall, HttpTransport, base_url, decode_json
 from onellm.providers._protocols import EmbeddingRequest, EmbeddingResponse
 from onellm.providers._request import ChatRequest, ChatResponse
 from onellm.providers._retry import RetryPolicy
-from onellm.providers._sse import SseDecoder
+from onellm.providers._stream import collect, sse_stream
 from onellm.providers.openai._chat import (
     ChatFlavor,
     ChatStreamDecoder,
     decode_chat_completion,
     encode_chat_request,
-    response_from,
 )
 from onellm.providers.openai._responses import ResponsesStreamDecoder, decode_response, encode_responses_request
 
 __all__ = ["OpenAICompatibleProvider", "OpenAIProvider", "collect"]
 
 _ENCODER = msgspec.json.Encoder(decimal_format="number")
-
-
-async def collect(events: AsyncIterator[StreamEvent]) -> ChatResponse:
-    """Read a stream to its end and build the same `ChatResponse` a whole call gives."""
-    accumulator = MessageAccumulator()
-    async for event in events:
-        accumulator.add(event)
-    return response_from(accumulator)
+_NO_DONE = "the stream ended without [DONE]"
+_NOT_COMPLETED = "the stream ended before the response completed"
 
 
 class OpenAICompatibleProvider:
@@ -110,20 +103,8 @@ class OpenAICompatibleProvider:
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         body = encode_chat_request(request, self.flavor, stream=True)
         call = self._call("/chat/completions", body, stream=True)
-        decoder = ChatStreamDecoder(self.flavor)
-        sse = SseDecoder(provider=self.name)
-        async with self._transport.stream(call) as response:
-            async for chunk in self._transport.aiter_bytes(call, response):
-                for event in sse.feed(chunk):
-                    for item in decoder.feed(event.data):
-                        yield item
-                    if decoder.finished:
-                        return
-            for event in sse.close():
-                for item in decoder.feed(event.data):
-                    yield item
-        if not decoder.finished:
-            raise MalformedResponseError("the stream ended without [DONE]", provider=self.name)
+        async for event in sse_stream(self._transport, call, ChatStreamDecoder(self.flavor), unfinished=_NO_DONE):
+            yield event
 
     async def embed(self, request: EmbeddingRequest) -> EmbeddingResponse:
         body: dict[str, Any] = {"model": request.model, "input": list(request.inputs), "encoding_format": "float"}
@@ -268,20 +249,8 @@ class OpenAIProvider(OpenAICompatibleProvider):
             return
         body = encode_responses_request(request, stream=True, store=self.store, properties=self._properties)
         call = self._call("/responses", body, stream=True)
-        decoder = ResponsesStreamDecoder()
-        sse = SseDecoder(provider=self.name)
-        async with self._transport.stream(call) as response:
-            async for chunk in self._transport.aiter_bytes(call, response):
-                for event in sse.feed(chunk):
-                    for item in decoder.feed(event.data):
-                        yield item
-                    if decoder.finished:
-                        return
-            for event in sse.close():
-                for item in decoder.feed(event.data):
-                    yield item
-        if not decoder.finished:
-            raise MalformedResponseError("the stream ended before the response completed", provider=self.name)
+        async for event in sse_stream(self._transport, call, ResponsesStreamDecoder(), unfinished=_NOT_COMPLETED):
+            yield event
 
 
 _COUNT_FIELDS = (

@@ -52,7 +52,7 @@ from onellm.messages._events import (
 )
 from onellm.providers._content import asset_base64, asset_url, json_text, result_text, strict_schema
 from onellm.providers._request import ChatRequest, ChatResponse
-from onellm.providers.openai._chat import response_from
+from onellm.providers._stream import response_from
 from onellm.tools._provider_schemas import for_openai
 
 __all__ = ["ResponsesStreamDecoder", "decode_response", "encode_responses_request", "response_events"]
