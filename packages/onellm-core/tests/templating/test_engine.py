@@ -423,3 +423,10 @@ def test_now_accepts_a_clock() -> None:
     assert render('{{ now | date "2006-01-02 15:04" }}', now=clock) == "2025-06-01 08:30"
     clock.advance(3600)
     assert render('{{ now | date "15:04" }}', now=clock) == "09:30"
+
+
+def test_printf_sharp_v_writes_go_syntax() -> None:
+    scope = {"l": [1, "a", None], "m": {"b": 2.5, "a": True}}
+    assert render('{{ printf "%#v" .l }}|{{ printf "%#v" .m }}|{{ printf "%#v" "q" }}', scope) == (
+        '[]interface {}{1, "a", interface {}(nil)}|map[string]interface {}{"a":true, "b":2.5}|"q"'
+    )

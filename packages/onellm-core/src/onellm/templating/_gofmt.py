@@ -691,7 +691,10 @@ class _Printer:
     def print_value(self, v: Any, verb: str, depth: int) -> None:
         if depth > 0:
             if v is None or v is MISSING:
-                self.pad("<nil>")
+                if self.sharp_v:
+                    self.buf.append("interface {}(nil)")
+                else:
+                    self.pad("<nil>")
                 return
             self.arg = v
         t = type(v)
@@ -707,21 +710,23 @@ class _Printer:
         elif t is str or isinstance(v, str):
             self._print_str(str(v), verb)
         elif isinstance(v, Mapping):
-            self.buf.append("map[")
+            sharp = self.sharp_v
+            self.buf.append("map[string]interface {}{" if sharp else "map[")
             for i, (k, e) in enumerate(sorted_items(v)):
                 if i > 0:
-                    self.buf.append(" ")
+                    self.buf.append(", " if sharp else " ")
                 self.print_value(k, verb, depth + 1)
                 self.buf.append(":")
                 self.print_value(e, verb, depth + 1)
-            self.buf.append("]")
+            self.buf.append("}" if sharp else "]")
         elif isinstance(v, (list, tuple)):
-            self.buf.append("[")
+            sharp = self.sharp_v
+            self.buf.append("[]interface {}{" if sharp else "[")
             for i, e in enumerate(v):
                 if i > 0:
-                    self.buf.append(" ")
+                    self.buf.append(", " if sharp else " ")
                 self.print_value(e, verb, depth + 1)
-            self.buf.append("]")
+            self.buf.append("}" if sharp else "]")
         elif t is complex:
             self._print_complex(v, verb)
         elif isinstance(v, float):
