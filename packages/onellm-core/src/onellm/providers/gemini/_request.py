@@ -1,0 +1,460 @@
+"""The Gemini request codec: a `ChatRequest` as a v1beta `GenerateContentRequest` body (JSON field spelling).
+
+Turns and roles: a user turn is a `user` content, the assistant side a `model` content, and the results of the turn's
+tool calls one following `user` content of `functionResponse` parts in call order (adjacent contents of one role are
+joined). Gemini's own reasoning parts carry the thought signatures; each is attached again to the part it came before.
+Ids this provider made up for calls Gemini sent without one are never sent back. Hosted tool calls are replayed from
+their kept raw parts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from onellm.errors import CapabilityMissingError, UnsupportedParameterError
+from onellm.messages import (
+    AssetPart,
+    CallWarning,
+    FileRefPart,
+    HostedToolCallPart,
+    JsonPart,
+    Message,
+    Part,
+    ProviderPart,
+    ReasoningPart,
+    RefusalPart,
+    TextPart,
+    ToolCall,
+)
+from onellm.providers._content import asset_base64, asset_media_type, json_text, result_text
+from onellm.providers._request import ChatRequest
+
+__all__ = [
+    "MADE_UP_ID_PREFIX",
+    "PROVIDER",
+    "ThinkingStyle",
+    "encode_request",
+    "openapi_schema",
+]
+
+PROVIDER = "gemini"
+MADE_UP_ID_PREFIX = "gemini-call-"
+
+ThinkingStyle = str
+"""`budget` (a `thinkingBudget` in tokens), `levels` (a `thinkingLevel` name), or `auto` (decided per request)."""
+
+HOSTED_TOOLS = {
+    "web_search": "googleSearch",
+    "google_search": "googleSearch",
+    "googleSearch": "googleSearch",
+    "code_interpreter": "codeExecution",
+    "code_execution": "codeExecution",
+    "codeExecution": "codeExecution",
+    "url_context": "urlContext",
+    "urlContext": "urlContext",
+    "google_maps": "googleMaps",
+    "googleMaps": "googleMaps",
+    "file_search": "fileSearch",
+    "fileSearch": "fileSearch",
+    "computer_use": "computerUse",
+    "computerUse": "computerUse",
+    "google_search_retrieval": "googleSearchRetrieval",
+    "googleSearchRetrieval": "googleSearchRetrieval",
+}
+
+# -- conversation --------------------------------------------------------------------------------------------------
+
+
+def _contents(messages: list[Message]) -> list[dict[str, Any]]:
+    contents: list[dict[str, Any]] = []
+
+    def add(role: str, parts: list[dict[str, Any]]) -> None:
+        if not parts:
+            return
+        if contents and contents[-1]["role"] == role:
+            contents[-1]["parts"].extend(parts)
+        else:
+            contents.append({"role": role, "parts": parts})
+
+    for message in messages:
+        add("user", [_user_part(p) for p in message.user])
+        if message.assistant or message.tool_calls:
+            add("model", _model_parts(message))
+            results = [_function_response(call) for call in message.tool_calls if call.result is not None]
+            add("user", results)
+    return contents
+
+
+def _user_part(part: Part) -> dict[str, Any]:
+    if isinstance(part, TextPart):
+        return {"text": part.text}
+    if isinstance(part, JsonPart):
+        return {"text": json_text(part.json)}
+    if isinstance(part, AssetPart):
+        return _asset(part)
+    if isinstance(part, FileRefPart):
+        return {
+            "fileData": {
+                "mimeType": part.content_type or "application/octet-stream",
+                "fileUri": part.uri or part.file_ref,
+            }
+        }
+    if isinstance(part, RefusalPart):
+        return {"text": part.refusal}
+    raise UnsupportedParameterError(
+        f"a user turn cannot hold a {part.kind} part on Gemini", parameter="messages", model=None
+    )
+
+
+def _asset(part: AssetPart) -> dict[str, Any]:
+    media = asset_media_type(part)
+    data = part.data if part.legacy is None else part.legacy_media
+    url = data.get("url") if isinstance(data, dict) else data if isinstance(data, str) else None
+    if isinstance(url, str) and url.startswith(("http://", "https://", "gs://")):
+        return {"fileData": {"mimeType": media, "fileUri": url}}
+    if isinstance(url, str) and url.startswith("data:"):
+        header, _, encoded = url.partition(",")
+        declared = header[5:].split(";", 1)[0]
+        return {"inlineData": {"mimeType": declared or media, "data": encoded}}
+    inline = asset_base64(part)
+    if inline is None:
+        raise CapabilityMissingError(
+            f"asset {part.name or part.key or '(unnamed)'} has no inline content: load it from the asset store "
+            "before sending (the runtime does this for stored assets)"
+        )
+    return {"inlineData": {"mimeType": media, "data": inline}}
+
+
+def _signature(part: ReasoningPart) -> tuple[str, str] | None:
+    """A Gemini signature part's (signature, kind of the part it belongs to); None for anything else."""
+    data = part.data
+    if part.provider != PROVIDER or not isinstance(data, dict):
+        return None
+    signature = data.get("signature")
+    on = data.get("on")
+    if isinstance(signature, str) and isinstance(on, str) and on != "thought":
+        return signature, on
+    return None
+
+
+def _model_parts(message: Message) -> list[dict[str, Any]]:
+    """The assistant side in its order; a pending signature goes onto the next part of the kind it names, or alone
+    onto an empty part of that kind when none follows (as Gemini sent it)."""
+    parts: list[dict[str, Any]] = []
+    pending: tuple[str, str] | None = None
+
+    def emit(kind: str, part: dict[str, Any]) -> None:
+        nonlocal pending
+        flush(kind)
+        if pending is not None:
+            part["thoughtSignature"] = pending[0]
+            pending = None
+        parts.append(part)
+
+    def flush(next_kind: str | None) -> None:
+        nonlocal pending
+        if pending is not None and pending[1] != next_kind:
+            signature, on = pending
+            pending = None
+            parts.append(
+                {"text": "", "thoughtSignature": signature} if on == "text" else {"thoughtSignature": signature}
+            )
+
+    for entry in message.entries():
+        if isinstance(entry, ToolCall):
+            call: dict[str, Any] = {"name": entry.tool, "args": _call_args(entry)}
+            if entry.id and not entry.id.startswith(MADE_UP_ID_PREFIX):
+                call["id"] = entry.id
+            emit("functionCall", {"functionCall": call})
+        elif isinstance(entry, ReasoningPart):
+            signature = _signature(entry)
+            if signature is not None:
+                flush(None)
+                pending = signature
+            elif entry.provider == PROVIDER and isinstance(entry.data, dict) and entry.data.get("on") == "thought":
+                thought: dict[str, Any] = {"text": entry.text, "thought": True}
+                if isinstance(entry.data.get("signature"), str):
+                    thought["thoughtSignature"] = entry.data["signature"]
+                flush(None)
+                parts.append(thought)
+            # reasoning of another provider is not Gemini's to read: left out
+        elif isinstance(entry, TextPart):
+            emit("text", {"text": entry.text})
+        elif isinstance(entry, RefusalPart):
+            emit("text", {"text": entry.refusal})
+        elif isinstance(entry, JsonPart):
+            emit("text", {"text": json_text(entry.json)})
+        elif isinstance(entry, AssetPart):
+            emit("inlineData", _asset(entry))
+        elif isinstance(entry, FileRefPart):
+            emit("fileData", _user_part(entry))
+        elif isinstance(entry, HostedToolCallPart):
+            replay = entry.data.get("replay") if entry.provider == PROVIDER and isinstance(entry.data, dict) else None
+            if isinstance(replay, list):
+                flush(None)
+                parts.extend(dict(p) for p in replay if isinstance(p, dict))
+        elif isinstance(entry, ProviderPart) and entry.type.startswith(PROVIDER + ".") and isinstance(entry.raw, dict):
+            flush(None)
+            parts.append(dict(entry.raw))
+    flush(None)
+    return parts
+
+
+def _call_args(call: ToolCall) -> dict[str, Any]:
+    if call.invalid_inputs is not None:
+        raise UnsupportedParameterError(
+            f"tool call {call.id or call.tool!r} has arguments that are not a JSON object; Gemini takes only objects",
+            parameter="messages.toolCalls.inputs",
+        )
+    return dict(call.inputs)
+
+
+def _function_response(call: ToolCall) -> dict[str, Any]:
+    result = call.result or []
+    response: dict[str, Any]
+    if call.is_error:
+        response = {"error": result_text(result)}
+    elif len(result) == 1 and isinstance(result[0], JsonPart) and isinstance(result[0].json, dict):
+        response = dict(result[0].json)
+    else:
+        response = {"output": result_text(result)}
+    body: dict[str, Any] = {"name": call.tool, "response": response}
+    if call.id and not call.id.startswith(MADE_UP_ID_PREFIX):
+        body["id"] = call.id
+    return {"functionResponse": body}
+
+
+# -- options -------------------------------------------------------------------------------------------------------
+
+
+def encode_request(
+    request: ChatRequest,
+    *,
+    schema_form: str = "responseJsonSchema",
+    thinking: ThinkingStyle = "auto",
+) -> dict[str, Any]:
+    """The `generateContent` body for a request. Notices about dropped settings are added to `request.warnings`."""
+    body: dict[str, Any] = {"contents": _contents(request.messages)}
+    if request.system:
+        body["systemInstruction"] = {"parts": [{"text": request.system}]}
+    tools: list[dict[str, Any]] = []
+    if request.tools:
+        declarations = []
+        for tool in request.tools:
+            declaration: dict[str, Any] = {"name": tool.name, "description": tool.description}
+            if schema_form == "responseSchema":
+                declaration["parameters"] = openapi_schema(tool.input_schema, request.warnings, f"tools.{tool.name}")
+            else:
+                declaration["parametersJsonSchema"] = dict(tool.input_schema)
+            declarations.append(declaration)
+        tools.append({"functionDeclarations": declarations})
+    for hosted in request.hosted_tools:
+        name = HOSTED_TOOLS.get(hosted.type)
+        if name is None:
+            raise UnsupportedParameterError(
+                f"Gemini has no hosted tool {hosted.type!r} (it has googleSearch, codeExecution, urlContext, "
+                "googleMaps, fileSearch, computerUse, googleSearchRetrieval)",
+                parameter="hosted_tools",
+                model=request.model,
+            )
+        tools.append({name: dict(hosted.options)})
+    if tools:
+        body["tools"] = tools
+    if request.tool_choice is not None:
+        choice = request.tool_choice
+        mode = {"auto": "AUTO", "none": "NONE", "required": "ANY", "tool": "ANY"}[choice.mode]
+        config: dict[str, Any] = {"mode": mode}
+        if choice.tool is not None:
+            config["allowedFunctionNames"] = [choice.tool]
+        body["toolConfig"] = {"functionCallingConfig": config}
+    if request.parallel_tool_calls is False:
+        request.warnings.append(
+            CallWarning(
+                kind="parameter_stripped",
+                message="Gemini has no switch for parallel tool calls; parallel_tool_calls=false was not sent",
+            )
+        )
+    if request.user_id is not None:
+        request.warnings.append(
+            CallWarning(
+                kind="parameter_stripped", message="Gemini's generateContent takes no end-user id; user_id was not sent"
+            )
+        )
+    generation = _generation_config(request, schema_form, thinking)
+    if generation:
+        body["generationConfig"] = generation
+    if request.cache is not None:
+        cache = request.cache
+        if cache.enabled and cache.key is not None and cache.key.startswith("cachedContents/"):
+            body["cachedContent"] = cache.key
+        else:
+            request.warnings.append(
+                CallWarning(
+                    kind="parameter_stripped",
+                    message="Gemini caches prompts by itself; only a cache key naming a cachedContents/ resource is "
+                    "sent (as cachedContent), other cache options were not",
+                )
+            )
+    if request.service_tier is not None:
+        body["serviceTier"] = request.service_tier
+    body.update(request.extra_parameters)
+    return body
+
+
+def _generation_config(request: ChatRequest, schema_form: str, thinking: ThinkingStyle) -> dict[str, Any]:
+    config: dict[str, Any] = {}
+    if request.stop_sequences:
+        config["stopSequences"] = list(request.stop_sequences)
+    if request.max_output_tokens is not None:
+        config["maxOutputTokens"] = request.max_output_tokens
+    if request.temperature is not None:
+        config["temperature"] = request.temperature
+    if request.top_p is not None:
+        config["topP"] = request.top_p
+    fmt = request.response_format
+    if fmt is not None and fmt.type != "text":
+        config["responseMimeType"] = "application/json"
+        if fmt.type == "json_schema":
+            if schema_form == "responseSchema":
+                config["responseSchema"] = openapi_schema(fmt.schema or {}, request.warnings, "response_format")
+            else:
+                config["responseJsonSchema"] = dict(fmt.schema or {})
+    thinking_config = _thinking_config(request, thinking)
+    if thinking_config:
+        config["thinkingConfig"] = thinking_config
+    return config
+
+
+def _thinking_config(request: ChatRequest, style: ThinkingStyle) -> dict[str, Any]:
+    options = request.reasoning
+    if options is None:
+        return {}
+    config: dict[str, Any] = {}
+    if options.summary is not None and options.summary != "none":
+        config["includeThoughts"] = True
+    effort = options.effort.lower() if options.effort is not None else None
+    budget = options.budget_tokens
+    if effort in ("disabled", "none"):
+        budget, effort = 0, None
+    elif effort == "dynamic":
+        budget, effort = -1, None
+    if style == "levels":
+        if budget is not None and effort is None:
+            if budget == -1:
+                return config  # dynamic thinking is a level model's default
+            request.warnings.append(
+                CallWarning(
+                    kind="parameter_stripped",
+                    message=f"{request.model} takes thinking levels, not a token budget; the budget was not sent",
+                )
+            )
+        if effort is not None:
+            config["thinkingLevel"] = effort.upper()
+        return config
+    if style == "budget" and effort is not None:
+        request.warnings.append(
+            CallWarning(
+                kind="parameter_stripped",
+                message=f"{request.model} takes a thinking budget, not levels; effort {effort!r} was not sent",
+            )
+        )
+        effort = None
+    if budget is not None:
+        config["thinkingBudget"] = budget
+    if effort is not None:
+        config["thinkingLevel"] = effort.upper()
+    return config
+
+
+# -- schemas -------------------------------------------------------------------------------------------------------
+
+_OPENAPI_KEYS = {
+    "type",
+    "format",
+    "title",
+    "description",
+    "nullable",
+    "enum",
+    "items",
+    "maxItems",
+    "minItems",
+    "properties",
+    "required",
+    "minProperties",
+    "maxProperties",
+    "minimum",
+    "maximum",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "example",
+    "anyOf",
+    "propertyOrdering",
+    "default",
+}
+
+
+def openapi_schema(schema: Mapping[str, Any], warnings: list[CallWarning], where: str) -> dict[str, Any]:
+    """A JSON Schema as the OpenAPI subset of Gemini's `Schema` message: local `$ref`s inlined, a type list with
+    `null` as `nullable`, `const` as a one-value enum, type names upper-cased; keywords the subset lacks are left out
+    and named in one warning."""
+    definitions: dict[str, Any] = {}
+    for key in ("$defs", "definitions"):
+        found = schema.get(key)
+        if isinstance(found, Mapping):
+            definitions.update({f"#/{key}/{name}": value for name, value in found.items()})
+    dropped: set[str] = set()
+
+    def convert(node: Any, depth: int) -> Any:
+        if not isinstance(node, Mapping):
+            return node
+        if depth > 64:
+            raise UnsupportedParameterError(
+                f"{where}: the schema nests (or refers to itself) too deeply", parameter=where
+            )
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            target = definitions.get(ref)
+            if target is None:
+                raise UnsupportedParameterError(f"{where}: cannot resolve schema reference {ref!r}", parameter=where)
+            merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+            return convert(merged, depth + 1)
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key == "type":
+                if isinstance(value, list):
+                    kinds = [str(v) for v in value if v != "null"]
+                    if len(kinds) != len(value):
+                        out["nullable"] = True
+                    if len(kinds) == 1:
+                        out["type"] = kinds[0].upper()
+                    elif kinds:
+                        out["anyOf"] = [{"type": k.upper()} for k in kinds]
+                else:
+                    out["type"] = str(value).upper()
+            elif key == "const":
+                out["enum"] = [value]
+            elif key == "properties" and isinstance(value, Mapping):
+                out["properties"] = {name: convert(sub, depth + 1) for name, sub in value.items()}
+            elif key == "items":
+                out["items"] = convert(value, depth + 1)
+            elif key in ("anyOf", "oneOf") and isinstance(value, list):
+                out["anyOf"] = [convert(sub, depth + 1) for sub in value]
+            elif key in _OPENAPI_KEYS:
+                out[key] = value
+            elif key not in ("$defs", "definitions", "$schema"):
+                dropped.add(key)
+        if "enum" in out and "type" not in out:
+            out["type"] = "STRING"
+        return out
+
+    converted: dict[str, Any] = convert(schema, 0)
+    if dropped:
+        warnings.append(
+            CallWarning(
+                kind="parameter_stripped",
+                message=f"{where}: the OpenAPI schema subset has no {', '.join(sorted(dropped))}; left out",
+            )
+        )
+    return converted
