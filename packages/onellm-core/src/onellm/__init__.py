@@ -79,6 +79,28 @@ if TYPE_CHECKING:
     from onellm.records import EventRecordSink as EventRecordSink
     from onellm.records import JsonlRecordSink as JsonlRecordSink
     from onellm.records import RecordSinks as RecordSinks
+    from onellm.runtime import AskResult as AskResult
+    from onellm.runtime import ChatSession as ChatSession
+    from onellm.runtime import ProviderRegistry as ProviderRegistry
+    from onellm.runtime import ResultCache as ResultCache
+    from onellm.runtime import Runtime as Runtime
+    from onellm.runtime import ScriptResult as ScriptResult
+    from onellm.runtime import StreamingAnswer as StreamingAnswer
+    from onellm.runtime import ask as ask
+    from onellm.runtime import ask_sync as ask_sync
+    from onellm.runtime import chat as chat
+    from onellm.runtime import current_runtime as current_runtime
+    from onellm.runtime import embed as embed
+    from onellm.runtime import embed_sync as embed_sync
+    from onellm.runtime import generate as generate
+    from onellm.runtime import generate_sync as generate_sync
+    from onellm.runtime import run_script as run_script
+    from onellm.runtime import run_script_sync as run_script_sync
+    from onellm.runtime import set_default_runtime as set_default_runtime
+    from onellm.runtime import stream as stream
+    from onellm.runtime import stream_text as stream_text
+    from onellm.runtime import stream_text_sync as stream_text_sync
+    from onellm.runtime import use_runtime as use_runtime
     from onellm.tools import Tool as Tool
     from onellm.tools import ToolContext as ToolContext
     from onellm.tools import ToolReferenceResolver as ToolReferenceResolver
@@ -114,6 +136,28 @@ _LAZY: dict[str, str] = {
     "EventRecordSink": "onellm.records",
     "JsonlRecordSink": "onellm.records",
     "RecordSinks": "onellm.records",
+    "AskResult": "onellm.runtime",
+    "ChatSession": "onellm.runtime",
+    "ProviderRegistry": "onellm.runtime",
+    "ResultCache": "onellm.runtime",
+    "Runtime": "onellm.runtime",
+    "ScriptResult": "onellm.runtime",
+    "StreamingAnswer": "onellm.runtime",
+    "ask": "onellm.runtime",
+    "ask_sync": "onellm.runtime",
+    "chat": "onellm.runtime",
+    "current_runtime": "onellm.runtime",
+    "embed": "onellm.runtime",
+    "embed_sync": "onellm.runtime",
+    "generate": "onellm.runtime",
+    "generate_sync": "onellm.runtime",
+    "run_script": "onellm.runtime",
+    "run_script_sync": "onellm.runtime",
+    "set_default_runtime": "onellm.runtime",
+    "stream": "onellm.runtime",
+    "stream_text": "onellm.runtime",
+    "stream_text_sync": "onellm.runtime",
+    "use_runtime": "onellm.runtime",
     "CallWarning": "onellm.messages",
     "Cost": "onellm.messages",
     "CostLine": "onellm.messages",

@@ -1,0 +1,52 @@
+"""The runtime and the happy path: `Runtime` (catalog, providers, store, record sinks, tools, grants, clock, spend
+caps, result cache), the default runtime as a context variable, and the verbs (`ask`, `generate`, `stream`,
+`stream_text`, `embed`, `chat`, `run_script`) with their blocking `_sync` twins. Every call is an instance saved to
+the runtime's store."""
+
+from __future__ import annotations
+
+from onellm.runtime._cache import ResultCache
+from onellm.runtime._chat import ChatSession
+from onellm.runtime._registry import ProviderFactory, ProviderRegistry
+from onellm.runtime._results import AskResult, ScriptResult
+from onellm.runtime._runtime import Runtime, StreamingAnswer, current_runtime, set_default_runtime, use_runtime
+from onellm.runtime._verbs import (
+    ask,
+    ask_sync,
+    chat,
+    embed,
+    embed_sync,
+    generate,
+    generate_sync,
+    run_script,
+    run_script_sync,
+    stream,
+    stream_text,
+    stream_text_sync,
+)
+
+__all__ = [
+    "AskResult",
+    "ChatSession",
+    "ProviderFactory",
+    "ProviderRegistry",
+    "ResultCache",
+    "Runtime",
+    "ScriptResult",
+    "StreamingAnswer",
+    "ask",
+    "ask_sync",
+    "chat",
+    "current_runtime",
+    "embed",
+    "embed_sync",
+    "generate",
+    "generate_sync",
+    "run_script",
+    "run_script_sync",
+    "set_default_runtime",
+    "stream",
+    "stream_text",
+    "stream_text_sync",
+    "use_runtime",
+]

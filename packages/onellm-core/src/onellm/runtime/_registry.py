@@ -1,0 +1,169 @@
+"""The provider registry: which provider object serves a catalog provider, preset or protocol.
+
+A ready provider is plugged in with `set(name, provider)`. Otherwise one is created on first use from the catalog:
+its protocol picks the factory, its base URL and key variable configure it. The key is read from the environment
+then, and a missing key is an `AuthError` naming the variable, raised before anything is sent.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from onellm.errors import AuthError, CapabilityMissingError, Secret
+
+if TYPE_CHECKING:
+    from onellm.catalog import ResolvedModel
+
+__all__ = ["ProviderFactory", "ProviderRegistry"]
+
+ProviderFactory = Callable[["ResolvedModel", "Secret | None"], Any]
+"""Builds a provider for a resolved model from its key (None when the catalog names no key variable)."""
+
+
+def _merged_properties(model: ResolvedModel) -> dict[str, Any]:
+    props = model.provider_entry.properties
+    if model.preset_entry is not None:
+        props.update(model.preset_entry.properties)
+    return props
+
+
+def _openai(model: ResolvedModel, key: Secret | None) -> Any:
+    from onellm.providers.openai import OpenAIProvider
+
+    return OpenAIProvider(
+        api_key=key, base_url=model.base_url, properties=_merged_properties(model), name=model.provider
+    )
+
+
+def _compatible(model: ResolvedModel, key: Secret | None) -> Any:
+    from onellm.providers.openai import OpenAICompatibleProvider
+
+    if not model.base_url:
+        raise CapabilityMissingError(
+            f"{model.qualified_name}: the catalog gives no base URL for this OpenAI-compatible server; add `baseUrl` "
+            "to its preset or provider, or register a provider with runtime.providers.set(...)"
+        )
+    return OpenAICompatibleProvider(
+        base_url=model.base_url, api_key=key, name=model.preset or model.provider, properties=_merged_properties(model)
+    )
+
+
+def _by_import(module: str, class_name: str, what: str) -> ProviderFactory:
+    def make(model: ResolvedModel, key: Secret | None) -> Any:
+        try:
+            cls = getattr(importlib.import_module(module), class_name)
+        except (ImportError, AttributeError) as error:
+            raise CapabilityMissingError(
+                f"{model.qualified_name}: the {what} provider ({module}.{class_name}) is not available in this "
+                f"installation; register one with runtime.providers.set({model.provider!r}, provider)"
+            ) from error
+        options: dict[str, Any] = {"api_key": key}
+        if model.base_url:
+            options["base_url"] = model.base_url
+        return cls(**options)
+
+    return make
+
+
+_BUILTIN: dict[str, ProviderFactory] = {
+    "openai": _openai,
+    "openai-compatible": _compatible,
+    "anthropic": _by_import("onellm.providers.anthropic", "AnthropicProvider", "Anthropic"),
+    "gemini": _by_import("onellm.providers.gemini", "GeminiProvider", "Gemini"),
+}
+
+
+class ProviderRegistry:
+    """Providers by catalog provider name, preset name or protocol.
+
+    ```python
+    runtime.providers.set("openai", ScriptedProvider("openai"))
+    ```
+    """
+
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        self._providers: dict[str, Any] = {}
+        self._factories: dict[str, ProviderFactory] = dict(_BUILTIN)
+        self._environ = environ
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"ProviderRegistry({sorted(self._providers)})"
+
+    def set(self, name: str, provider: Any) -> None:
+        """Serve `name` (a catalog provider, a preset such as `ollama`, or a protocol) with `provider`."""
+        if not name:
+            raise ValueError("a provider name is required")
+        with self._lock:
+            self._providers[name] = provider
+
+    def get(self, name: str) -> Any | None:
+        return self._providers.get(name)
+
+    def remove(self, name: str) -> Any | None:
+        with self._lock:
+            return self._providers.pop(name, None)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._providers
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._providers))
+
+    def set_factory(self, protocol: str, factory: ProviderFactory) -> None:
+        """Create providers for catalog entries of `protocol` with `factory` (replacing the built-in one, if any)."""
+        self._factories[protocol] = factory
+
+    def _environment(self) -> Mapping[str, str]:
+        return self._environ if self._environ is not None else os.environ
+
+    def registered_for(self, model: ResolvedModel) -> Any | None:
+        """The provider registered for the model's preset, provider or protocol, in that order; None if none is."""
+        providers = self._providers
+        if model.preset is not None:
+            found = providers.get(model.preset)
+            if found is not None:
+                return found
+        found = providers.get(model.provider)
+        if found is not None:
+            return found
+        protocol = model.provider_entry.protocol
+        return providers.get(protocol) if protocol else None
+
+    def for_model(self, model: ResolvedModel) -> Any:
+        """The provider that serves `model`, created on first use from the catalog.
+
+        Raises:
+            AuthError: the catalog names a key variable that is not set (the message names it).
+            CapabilityMissingError: no provider is registered and none can be created for the protocol.
+        """
+        found = self.registered_for(model)
+        if found is not None:
+            return found
+        name = model.preset or model.provider
+        protocol = model.provider_entry.protocol or model.provider
+        factory = self._factories.get(protocol)
+        if factory is None:
+            raise CapabilityMissingError(
+                f"{model.qualified_name}: no provider for protocol {protocol!r}; register one with "
+                f"runtime.providers.set({name!r}, provider)"
+            )
+        variable = model.api_key_env_var
+        key: Secret | None = None
+        if variable:
+            value = self._environment().get(variable)
+            if value:
+                key = Secret(value)
+            elif not model.local:
+                raise AuthError(f"{name}: No API key. Set the environment variable {variable}.", provider=name)
+        with self._lock:
+            existing = self._providers.get(name)
+            if existing is not None:
+                return existing
+            provider = factory(model, key)
+            self._providers[name] = provider
+            return provider

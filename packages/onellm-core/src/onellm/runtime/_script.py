@@ -1,0 +1,217 @@
+"""Scripted runs: a `.flow` (or an agent definition) run as a script, one model call per user prompt, no tools."""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import os
+import platform
+import socket
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+import anyio
+import msgspec
+
+from onellm.messages import CallWarning, Cost, Message, TextPart
+from onellm.providers._request import ResponseFormat
+from onellm.runtime._results import AskResult, ScriptResult
+from onellm.runtime._runtime import ModelCall, new_message_id
+
+if TYPE_CHECKING:
+    from onellm.definitions import Definition
+    from onellm.runtime._runtime import Runtime
+    from onellm.templating import MissingKey
+
+__all__ = ["run_script", "template_scope"]
+
+_FALSE = frozenset({"", "false", "0", "no", "off"})
+
+
+def _system_scope() -> dict[str, Any]:
+    try:
+        user = getpass.getuser()
+    except Exception:  # no user name in this environment
+        user = ""
+    return {
+        "os": platform.system().lower(),
+        "arch": platform.machine().lower(),
+        "hostname": socket.gethostname(),
+        "username": user,
+        "homeDir": str(Path.home()),
+        "tempDir": tempfile.gettempdir(),
+        "workingDir": os.getcwd(),
+    }
+
+
+def template_scope(runtime: Runtime, definition: Definition, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """The scope a script's templates see (`.inputs`, `.system`, `.time`, `.env`, `.git`, `.swarm`, `.caller`,
+    `.invocationMode`, `.turns`)."""
+    now = runtime.clock.now()
+    merged = dict(definition.inputs or {})
+    merged.update(inputs)
+    env = {name: runtime.environ[name] for name in runtime.allowed_environment if name in runtime.environ}
+    git = {"branch": "", "commit": "", "root": "", "remote": ""}
+    supplied_git = runtime.scope_values.get("git")
+    if isinstance(supplied_git, Mapping):
+        git.update(supplied_git)
+    local = now.astimezone()
+    return {
+        "inputs": merged,
+        "system": _system_scope(),
+        "time": {
+            "now": now.isoformat().replace("+00:00", "Z"),
+            "today": local.date().isoformat(),
+            "timezone": str(local.tzname() or "UTC"),
+        },
+        "env": env,
+        "git": git,
+        "swarm": dict(runtime.scope_values.get("swarm") or {}),
+        "caller": runtime.scope_values.get("caller"),
+        "invocationMode": definition.invocation_mode or "autonomous",
+        "turns": [],
+    }
+
+
+def _runs(when: str | None, render: Any) -> bool:
+    if when is None:
+        return True
+    try:
+        value = render(when, "when")
+    except Exception:  # a `when` that fails to render counts as true
+        return True
+    return value.strip().lower() not in _FALSE
+
+
+def _load(path: str | os.PathLike[str]) -> tuple[Definition, Path]:
+    from onellm.definitions import Definition
+
+    definition = Definition.load(path)
+    base = Path(path).resolve()
+    return definition, (base if base.is_dir() else base.parent)
+
+
+async def run_script(
+    runtime: Runtime, path: str | os.PathLike[str], inputs: Mapping[str, Any], **options: Any
+) -> ScriptResult:
+    from onellm.templating import FileEmbedSource
+    from onellm.templating import render as render_template
+
+    definition, folder = await anyio.to_thread.run_sync(_load, path)
+    for key in options:
+        if key != "model":
+            raise TypeError(f"run_script: unknown option {key!r} (it takes inputs= and model=)")
+    model_name = options.get("model") or definition.model
+    if not model_name:
+        raise TypeError(f"{path}: the definition names no model; pass model=")
+    resolved, provider = runtime.route(model_name)
+    sources: list[Any] = [FileEmbedSource(folder), *(FileEmbedSource(p) for p in runtime.embed_sources)]
+    missing: MissingKey = "error" if definition.missing_key == "error" else "default"
+    scope = template_scope(runtime, definition, inputs)
+    warnings: list[CallWarning] = []
+
+    def render(text: str, what: str) -> str:
+        return render_template(
+            text,
+            scope,
+            missing_key=missing,
+            name=f"{definition.file or path}:{what}",
+            embed_sources=sources,
+            now=runtime.clock.now,
+        )
+
+    if definition.references:
+        warnings.append(
+            CallWarning(kind="script", message="a script offers no tools: the definition's tool references are ignored")
+        )
+    system = render(definition.system_prompt, "systemPrompt") if definition.system_prompt else None
+    instance = runtime.new_instance(resolved, model_name, definition.system_prompt)
+    instance.agent_definition = str(path)
+    instance.name = definition.name
+    instance.inputs = dict(scope["inputs"]) or None
+    instance.invocation_mode = definition.invocation_mode
+    if system is not None:
+        instance.rendered_system_prompt = system
+    settings: dict[str, Any] = {}
+    if definition.max_tokens is not None:
+        settings["max_output_tokens"] = definition.max_tokens
+    if definition.temperature is not None:
+        settings["temperature"] = float(definition.temperature)
+    schema = definition.extra.get("outputSchema")
+    prompts = list(definition.initial_prompts or [])
+    user_indexes = [i for i, p in enumerate(prompts) if p.user]
+    last_user = user_indexes[-1] if user_indexes else -1
+    turns: list[AskResult[Any]] = []
+    output: Any = None
+    if len(runtime.records):
+        from onellm.records import RunRecord
+
+        await runtime.record(
+            RunRecord(instance_id=instance.id, event="started", state="running", model=resolved.qualified_name)
+        )
+    for index, prompt in enumerate(prompts):
+        if not _runs(prompt.when, render):
+            continue
+        if not prompt.user:
+            answer = [
+                TextPart(render(p.text, f"initialPrompts[{index}]")) if isinstance(p, TextPart) else p
+                for p in prompt.assistant
+            ]
+            instance.messages.append(Message(id=new_message_id(), assistant=answer, date_time=runtime.now()))
+            continue
+        user = [
+            TextPart(render(p.text, f"initialPrompts[{index}]")) if isinstance(p, TextPart) else p for p in prompt.user
+        ]
+        turn = Message(id=new_message_id(), user=user, date_time=runtime.now())
+        instance.messages.append(turn)
+        call_settings = dict(settings)
+        if schema is not None and index == last_user:
+            call_settings["response_format"] = ResponseFormat.json_schema(schema, name="output")
+        call = ModelCall(
+            runtime,
+            resolved,
+            provider,
+            instance,
+            turn,
+            system,
+            None,
+            call_settings,
+            final_state="stopped" if index == last_user else "running",
+            owns_instance=False,
+        )
+        result = await call.whole()
+        if result.message.tool_calls:
+            warnings.append(
+                CallWarning(kind="script", message=f"turn {len(turns)}: tool calls are not run in a script; ignored")
+            )
+        turns.append(result)
+        entry: dict[str, Any] = {"text": result.text}
+        with contextlib.suppress(msgspec.DecodeError):
+            entry["json"] = msgspec.json.decode(result.text)
+        cast(list[Any], scope["turns"]).append(entry)
+        if schema is not None and index == last_user:
+            output = entry.get("json")
+    if instance.state != "stopped":
+        instance.state = "stopped"
+        await runtime.save(instance)
+    if len(runtime.records):
+        from onellm.records import RunRecord
+
+        await runtime.record(
+            RunRecord(instance_id=instance.id, event="stopped", state="stopped", model=resolved.qualified_name)
+        )
+    cost = Cost()
+    for turn_result in turns:
+        cost = cost + turn_result.cost
+    for turn_result in turns:
+        warnings.extend(turn_result.warnings)
+    return ScriptResult(
+        text=turns[-1].text if turns else "",
+        turns=turns,
+        cost=cost,
+        instance=instance,
+        output=output,
+        warnings=warnings,
+    )

@@ -1,0 +1,25 @@
+"""OpenTelemetry for model calls, through `opentelemetry-api` only: one client span per call named
+`{operation} {model}` with the GenAI semantic-convention attributes, and two histograms, `gen_ai.client.token.usage`
+and `gen_ai.client.operation.duration`. The tracer and the meter are named `onellm`. Nothing about prompts, answers or
+tool arguments is recorded. Without an SDK configured the API's no-op implementations make this nearly free.
+"""
+
+from __future__ import annotations
+
+from onellm.telemetry._genai import (
+    DURATION_METRIC,
+    INSTRUMENTATION_NAME,
+    TOKEN_USAGE_METRIC,
+    ModelCallSpan,
+    provider_system_name,
+    start_model_call,
+)
+
+__all__ = [
+    "DURATION_METRIC",
+    "INSTRUMENTATION_NAME",
+    "TOKEN_USAGE_METRIC",
+    "ModelCallSpan",
+    "provider_system_name",
+    "start_model_call",
+]

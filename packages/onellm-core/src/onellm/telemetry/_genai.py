@@ -1,0 +1,131 @@
+"""The GenAI span and metrics of one model call."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import metrics, trace
+
+if TYPE_CHECKING:
+    from onellm.messages import Usage
+
+__all__ = [
+    "DURATION_METRIC",
+    "INSTRUMENTATION_NAME",
+    "TOKEN_USAGE_METRIC",
+    "ModelCallSpan",
+    "provider_system_name",
+    "start_model_call",
+]
+
+INSTRUMENTATION_NAME = "onellm"
+TOKEN_USAGE_METRIC = "gen_ai.client.token.usage"
+DURATION_METRIC = "gen_ai.client.operation.duration"
+
+_SYSTEM_NAMES = {
+    "gemini": "gcp.gemini",
+    "vertex": "gcp.vertex_ai",
+    "bedrock": "aws.bedrock",
+    "azure": "azure.ai.openai",
+}
+
+
+def provider_system_name(provider: str) -> str:
+    """The `gen_ai.provider.name` value for a catalog provider name."""
+    return _SYSTEM_NAMES.get(provider, provider)
+
+
+class _Instruments:
+    __slots__ = ("duration", "meter", "tokens", "tracer")
+
+    def __init__(self) -> None:
+        self.tracer = trace.get_tracer(INSTRUMENTATION_NAME)
+        self.meter = metrics.get_meter(INSTRUMENTATION_NAME)
+        self.tokens = self.meter.create_histogram(
+            TOKEN_USAGE_METRIC, unit="{token}", description="Measures number of input and output tokens used"
+        )
+        self.duration = self.meter.create_histogram(DURATION_METRIC, unit="s", description="GenAI operation duration")
+
+
+_INSTRUMENTS: list[_Instruments] = []
+
+
+def _instruments() -> _Instruments:
+    if not _INSTRUMENTS:
+        _INSTRUMENTS.append(_Instruments())
+    return _INSTRUMENTS[0]
+
+
+class ModelCallSpan:
+    """One model call's span and measurements. Call `succeed(...)` or `fail(error)` exactly once."""
+
+    __slots__ = ("_attributes", "_ended", "_span", "_start")
+
+    def __init__(self, operation: str, provider: str, request_model: str) -> None:
+        inst = _instruments()
+        self._attributes: dict[str, Any] = {
+            "gen_ai.operation.name": operation,
+            "gen_ai.provider.name": provider_system_name(provider),
+            "gen_ai.request.model": request_model,
+        }
+        self._span = inst.tracer.start_span(
+            f"{operation} {request_model}", kind=trace.SpanKind.CLIENT, attributes=self._attributes
+        )
+        self._start = time.perf_counter()
+        self._ended = False
+
+    def succeed(
+        self,
+        *,
+        response_model: str | None,
+        response_id: str | None,
+        finish_reason: str | None,
+        usage: Usage | None,
+    ) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        span = self._span
+        if span.is_recording():
+            if response_model:
+                span.set_attribute("gen_ai.response.model", response_model)
+            if response_id:
+                span.set_attribute("gen_ai.response.id", response_id)
+            if finish_reason:
+                span.set_attribute("gen_ai.response.finish_reasons", [finish_reason])
+            if usage is not None:
+                span.set_attribute("gen_ai.usage.input_tokens", usage.total_input_tokens)
+                span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+                if usage.cache_read_input_tokens:
+                    span.set_attribute("gen_ai.usage.cache_read.input_tokens", usage.cache_read_input_tokens)
+                if usage.cache_creation_input_tokens:
+                    span.set_attribute("gen_ai.usage.cache_creation.input_tokens", usage.cache_creation_input_tokens)
+                reasoning = usage.counters.get("reasoningTokens")
+                if reasoning:
+                    span.set_attribute("gen_ai.usage.reasoning.output_tokens", int(reasoning))
+        span.end()
+        inst = _instruments()
+        inst.duration.record(time.perf_counter() - self._start, self._attributes)
+        if usage is not None:
+            inst.tokens.record(usage.total_input_tokens, {**self._attributes, "gen_ai.token.type": "input"})
+            inst.tokens.record(usage.output_tokens, {**self._attributes, "gen_ai.token.type": "output"})
+
+    def fail(self, error: BaseException) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        error_type = type(error).__qualname__
+        span = self._span
+        if span.is_recording():
+            span.set_attribute("error.type", error_type)
+            span.set_status(trace.Status(trace.StatusCode.ERROR, type(error).__name__))
+        span.end()
+        _instruments().duration.record(
+            time.perf_counter() - self._start, {**self._attributes, "error.type": error_type}
+        )
+
+
+def start_model_call(operation: str, provider: str, request_model: str) -> ModelCallSpan:
+    """Start the span of one model call (`operation` is `chat` or `embeddings`)."""
+    return ModelCallSpan(operation, provider, request_model)
