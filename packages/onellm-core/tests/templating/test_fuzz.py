@@ -115,19 +115,19 @@ def check(text: str) -> None:
     assert set(kinds) <= {"execute", "embed", "limit"}
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from(PIECES), max_size=40).map("".join))
 def test_language_pieces_parse_and_render_or_fail_cleanly(text: str) -> None:
     check(text)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(alphabet=st.sampled_from("{}-/*()|$.:=\"'`\\ \n\tabx019eé"), max_size=60))
 def test_random_characters_parse_and_render_or_fail_cleanly(text: str) -> None:
     check(text)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(max_size=40).map(lambda s: "{{ " + s + " }}"))
 def test_arbitrary_text_inside_an_action(text: str) -> None:
     check(text)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import re
-import sys
 import unicodedata
 
 from onellm.templating._funcs import CallError
@@ -65,20 +64,23 @@ def _unicode_class(name: str) -> str:
             n = unicodedata.name(c, "")
             return n.startswith(prefixes)
 
-    ranges: list[str] = []
-    start = -1
-    for cp in range(sys.maxunicode + 1):
-        if 0xD800 <= cp <= 0xDFFF:
-            ok = False
-        else:
-            ok = test(chr(cp))
-        if ok and start < 0:
-            start = cp
-        elif not ok and start >= 0:
-            ranges.append(f"\\U{start:08x}-\\U{cp - 1:08x}")
-            start = -1
-    if start >= 0:
-        ranges.append(f"\\U{start:08x}-\\U{sys.maxunicode:08x}")
+    # Characters are only assigned below U+323B0 and in U+E0000..U+E01EF; the rest is unassigned (Cn) or, in
+    # planes 15 and 16, private use (Co). Scanning just the assigned areas keeps the first use fast.
+    spans: list[tuple[int, int]] = []
+    for lo, hi in ((0, 0x323AF), (0xE0000, 0xE01EF)):
+        start = -1
+        for cp in range(lo, hi + 2):
+            ok = cp <= hi and not (0xD800 <= cp <= 0xDFFF) and test(chr(cp))
+            if ok and start < 0:
+                start = cp
+            elif not ok and start >= 0:
+                spans.append((start, cp - 1))
+                start = -1
+    if name in ("C", "Cn"):
+        spans += [(0x323B0, 0xDFFFF), (0xE01F0, 0xEFFFF), (0xFFFFE, 0xFFFFF), (0x10FFFE, 0x10FFFF)]
+    if name in ("C", "Co"):
+        spans += [(0xF0000, 0xFFFFD), (0x100000, 0x10FFFD)]
+    ranges = [f"\\U{a:08x}-\\U{b:08x}" for a, b in spans]
     if not ranges:
         raise _err("invalid character class range", f"\\p{{{name}}}")
     return "".join(ranges)
