@@ -11,6 +11,7 @@ import errno
 import inspect
 import os
 import stat
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -980,7 +981,7 @@ def _swapped(text: str) -> CapabilityDeniedError:
 
 
 def _clear_nonblock(fd: int) -> None:
-    if _O_NONBLOCK:
+    if sys.platform != "win32" and _O_NONBLOCK:
         os.set_blocking(fd, True)
 
 

@@ -13,6 +13,7 @@ import enum
 import os
 import shutil
 import signal
+import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -512,8 +513,15 @@ class _HeadTail:
         return f"{head}\n[... {elided} bytes elided ...]\n{tail}"
 
 
-def _kill_tree(pid: int) -> None:
-    if os.name == "nt":
+def _kill_tree(pid: int, *, exited: bool) -> None:
+    """Kill the process group (posix) or the process tree (Windows) started for `pid`.
+
+    On posix the group outlives its leader, so leftovers are killed after a normal exit too. On Windows the tree is
+    found by process id, which the system may reuse once the process has exited, so only a running process is killed.
+    """
+    if sys.platform == "win32":
+        if exited:
+            return
         import subprocess
 
         subprocess.run(
@@ -580,11 +588,11 @@ async def run_process(
                 tg.start_soon(pump, process.stderr, err)
                 await process.wait()
                 # Members of the group still holding the pipes open would keep the pumps waiting.
-                _kill_tree(process.pid)
+                _kill_tree(process.pid, exited=True)
         if scope.cancelled_caught:
             timed_out = True
     finally:
-        _kill_tree(process.pid)
+        _kill_tree(process.pid, exited=process.returncode is not None)
         with anyio.CancelScope(shield=True):
             try:
                 with anyio.move_on_after(5):
