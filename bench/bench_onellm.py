@@ -7,6 +7,7 @@ from typing import Any
 from onellm.messages import Message, TextPart
 from onellm.messages._events import TextDelta
 from onellm.providers._request import ChatRequest
+from onellm.providers.anthropic import AnthropicProvider
 from onellm.providers.openai import OpenAICompatibleProvider, OpenAIProvider
 
 KEY = "bench-key"
@@ -25,7 +26,7 @@ def to_messages(turns: list[tuple[str, str]]) -> list[Message]:
 
 class OnellmClient:
     name = "onellm"
-    formats = ("openai-chat", "openai-responses")
+    formats = ("openai-chat", "openai-responses", "anthropic")
 
     def __init__(self, base: str) -> None:
         self.providers: dict[str, Any] = {
@@ -33,6 +34,7 @@ class OnellmClient:
                 base_url=f"{base}/v1", api_key=KEY, name="openai", first_party=True
             ),
             "openai-responses": OpenAIProvider(base_url=f"{base}/v1", api_key=KEY),
+            "anthropic": AnthropicProvider(base_url=base, api_key=KEY, max_tokens=1024),
         }
         self._messages: dict[int, list[Message]] = {}
 

@@ -760,6 +760,13 @@ _ERROR_STATUS = {
 }
 
 
+def _overlay(start: _Usage | None, later: _Usage) -> _Usage:
+    if start is None:
+        return later
+    changes = {name: getattr(later, name) for name in later.__struct_fields__ if getattr(later, name) is not None}
+    return msgspec.structs.replace(start, **changes)
+
+
 class _Open:
     __slots__ = ("block", "kind", "pieces", "signature")
 
@@ -773,10 +780,22 @@ class _Open:
 class MessagesStreamDecoder:
     """Turns each server-sent event of a streamed message into stream events. `finished` once `message_stop` came."""
 
-    __slots__ = ("_blocks", "_model", "_open", "finished", "stop_details", "stop_reason", "stop_sequence")
+    __slots__ = (
+        "_blocks",
+        "_model",
+        "_open",
+        "_usage",
+        "_usage_sent",
+        "finished",
+        "stop_details",
+        "stop_reason",
+        "stop_sequence",
+    )
 
     def __init__(self) -> None:
         self._blocks = _Blocks()
+        self._usage: _Usage | None = None
+        self._usage_sent = False
         self._open: dict[int, _Open] = {}
         self._model: str | None = None
         self.finished = False
@@ -803,24 +822,30 @@ class MessagesStreamDecoder:
             return self._stop(event.index)
         if kind == "message_start" and event.message is not None:
             self._model = event.message.model
-            out: list[StreamEvent] = [MessageStart(model=event.message.model, response_id=event.message.id)]
-            usage = usage_from(event.message.usage, self._model)
-            if usage is not None:
-                out.append(UsageEvent(usage))
-            return out
+            self._usage = event.message.usage
+            return [MessageStart(model=event.message.model, response_id=event.message.id)]
         if kind == "message_delta":
-            out = []
+            out: list[StreamEvent] = []
             if event.delta is not None:
                 self.stop_reason = event.delta.stop_reason
                 self.stop_sequence = event.delta.stop_sequence
                 self.stop_details = event.delta.stop_details
-            usage = usage_from(event.usage, self._model)
-            if usage is not None:
-                out.append(UsageEvent(usage))
+            if event.usage is not None:
+                # message_delta's counters are cumulative and final, zeros included: they replace the start's
+                self._usage = _overlay(self._usage, event.usage)
+                self._usage_sent = True
+                usage = usage_from(self._usage, self._model)
+                if usage is not None:
+                    out.append(UsageEvent(usage))
             return out
         if kind == "message_stop":
             self.finished = True
-            return [*self._blocks.flush(), Done(finish_reason(self.stop_reason))]
+            done = self._blocks.flush()
+            usage = None if self._usage_sent else usage_from(self._usage, self._model)
+            if usage is not None:
+                done.append(UsageEvent(usage))
+            done.append(Done(finish_reason(self.stop_reason)))
+            return done
         if kind == "error":
             failure = event.error or _ErrorObject()
             raise error_from_status(
