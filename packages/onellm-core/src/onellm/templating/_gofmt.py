@@ -588,34 +588,34 @@ class _Printer:
         self.pad(body)
 
     def _sharp_float(self, num: str, verb: str, prec: int) -> str:
+        """The `#` flag on floats: always a decimal point; %g keeps its trailing zeros (Go's rules)."""
         digits = 0
         if verb in "vgGx":
-            digits = prec
-            if digits == -1:
-                digits = 6
+            digits = 6 if prec == -1 else prec
         tail = ""
-        for i, ch in enumerate(num):
-            if ch in "eEpP":
+        has_point = False
+        saw_nonzero = False
+        i = 0
+        while i < len(num):
+            ch = num[i]
+            if ch == ".":
+                has_point = True
+            elif ch in "pP" or (ch in "eE" and verb not in "xX"):
                 tail = num[i:]
                 num = num[:i]
                 break
-        saw_nonzero = False
-        has_point = False
-        for ch in num:
-            if ch == ".":
-                has_point = True
-            elif ch in "0123456789abcdefABCDEF" and not (ch == "x" or ch == "X"):
+            else:
                 if ch != "0":
                     saw_nonzero = True
                 if saw_nonzero:
                     digits -= 1
+            i += 1
         if not has_point:
-            if len(num) == 2 and num[1] == "0":
+            if num == "0":
                 digits -= 1
             num += "."
-        while digits > 0:
-            num += "0"
-            digits -= 1
+        if digits > 0:
+            num += "0" * digits
         return num + tail
 
     def fmt_sx(self, s: str, upper: bool) -> None:
