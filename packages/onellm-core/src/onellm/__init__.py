@@ -76,6 +76,9 @@ if TYPE_CHECKING:
     from onellm.messages import ToolCall as ToolCall
     from onellm.messages import Usage as Usage
     from onellm.providers import RetryPolicy as RetryPolicy
+    from onellm.providers.anthropic import AnthropicProvider as AnthropicProvider
+    from onellm.providers.openai import OpenAICompatibleProvider as OpenAICompatibleProvider
+    from onellm.providers.openai import OpenAIProvider as OpenAIProvider
     from onellm.records import EventRecordSink as EventRecordSink
     from onellm.records import JsonlRecordSink as JsonlRecordSink
     from onellm.records import RecordSinks as RecordSinks
@@ -133,6 +136,9 @@ _LAZY: dict[str, str] = {
     "InstanceStore": "onellm.instances",
     "MemoryInstanceStore": "onellm.instances",
     "RetryPolicy": "onellm.providers",
+    "AnthropicProvider": "onellm.providers.anthropic",
+    "OpenAICompatibleProvider": "onellm.providers.openai",
+    "OpenAIProvider": "onellm.providers.openai",
     "EventRecordSink": "onellm.records",
     "JsonlRecordSink": "onellm.records",
     "RecordSinks": "onellm.records",

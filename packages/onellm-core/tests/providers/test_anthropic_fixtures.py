@@ -50,7 +50,7 @@ def provider_for(case: dict[str, Any], handler: Any, clock: FakeClock | None = N
     return AnthropicProvider(
         base_url=spec.get("baseUrl", "https://api.anthropic.com"),
         api_key=KEY,
-        catalog=SHIPPED if spec.get("catalog") else None,
+        catalog=SHIPPED if spec.get("catalog") else False,
         http_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)),
         clock=clock or FakeClock(),
         **options,

@@ -360,7 +360,10 @@ def _user_block(part: Part, path: str) -> dict[str, Any]:
     if isinstance(part, FileRefPart):
         media = (part.content_type or "").lower()
         kind = "image" if media.startswith("image/") else "document"
-        return {"type": kind, "source": {"type": "file", "file_id": part.file_ref}}
+        block: dict[str, Any] = {"type": kind, "source": {"type": "file", "file_id": part.file_ref}}
+        if kind == "document" and part.name:
+            block["title"] = part.name
+        return block
     if isinstance(part, ProviderPart) and isinstance(part.raw, dict) and part.raw.get("type") == part.type:
         return dict(part.raw)
     raise UnsupportedParameterError(

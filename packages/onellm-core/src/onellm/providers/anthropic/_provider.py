@@ -54,8 +54,8 @@ async def collect(events: AsyncIterator[StreamEvent]) -> ChatResponse:
 class AnthropicProvider:
     """Anthropic's Messages API. The key comes from the argument or `ANTHROPIC_API_KEY` and is sent as `x-api-key`;
     the base URL from the argument, the catalog, or `ANTHROPIC_BASE_URL`. `max_tokens` is the request's, else
-    `max_tokens` given here, else the catalog's `maxOutputTokens` for the model (when a catalog is given), else
-    4096 with a warning. `api_version` is the `anthropic-version` header; from 2026-10-21 on the API rejects
+    `max_tokens` given here, else the catalog's `maxOutputTokens` for the model (`catalog`: a `Catalog`, `True` for
+    the shipped one, the default, or `False` for none), else 4096 with a warning. `api_version` is the `anthropic-version` header; from 2026-10-21 on the API rejects
     sampling parameters, and the codec leaves them out with a warning.
 
     ```python
@@ -71,7 +71,7 @@ class AnthropicProvider:
         base_url: str | None = None,
         api_version: str = DEFAULT_API_VERSION,
         max_tokens: int | None = None,
-        catalog: Catalog | None = None,
+        catalog: Catalog | bool = True,
         betas: Sequence[str] = (),
         name: str = PROVIDER,
         http_client: httpx.AsyncClient | None = None,
@@ -88,7 +88,7 @@ class AnthropicProvider:
         self.base_url = pick_base_url(DEFAULT_BASE_URL, variable="ANTHROPIC_BASE_URL", configured=base_url)
         self.api_version = api_version
         self.max_tokens = max_tokens
-        self._catalog = catalog
+        self._catalog: Catalog | bool = catalog
         self._catalog_limits: dict[str, int | None] = {}
         self._key = Secret(api_key) if isinstance(api_key, str) else api_key
         self._transport = HttpTransport(http_client, retry=retry, clock=clock)
@@ -138,8 +138,13 @@ class AnthropicProvider:
             return request.max_output_tokens
         if self.max_tokens is not None:
             return self.max_tokens
-        if self._catalog is not None:
+        if self._catalog is not False:
             if request.model not in self._catalog_limits:
+                if self._catalog is True:
+                    from onellm.catalog import Catalog
+
+                    self._catalog = Catalog.shipped()
+                assert not isinstance(self._catalog, bool)
                 try:
                     limit = self._catalog.resolve(request.model).entry.max_output_tokens
                 except ModelNotFoundError:
