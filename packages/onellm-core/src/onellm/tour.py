@@ -88,7 +88,7 @@ class Tour:
         self.saved_as("ask", await self.latest())
 
         self.script(self.openai, ScriptStep.text_with_usage("2, 3 and 5.", 13, 7))
-        r: onellm.AskResult[None] = await onellm.generate("gpt-6-luna", "Name three prime numbers.")
+        r = await onellm.generate("gpt-6-luna", "Name three prime numbers.")
         usage = r.usage
         print(
             f"{r.text} [{usage.input_tokens if usage else None} in, {usage.output_tokens if usage else None} out, {r.cost.total}]"
@@ -114,7 +114,7 @@ class Tour:
                 "Green lights at midnight, ", "the queue drains one job at a time, ", "dawn finds the build red."
             ),
         )
-        stream: onellm.StreamingAnswer[None] = onellm.stream("claude-haiku", "Write a haiku about build servers.")
+        stream = onellm.stream("claude-haiku", "Write a haiku about build servers.")
         async with stream:
             async for piece in stream.text():
                 print(piece, end="", flush=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import anyio
 
@@ -79,7 +79,11 @@ class ChatSession:
             owns_instance=False,
         )
 
-    async def send(self, *content: Content, output: type[T] | None = None, **options: Any) -> AskResult[T]:
+    @overload
+    async def send(self, *content: Content, output: None = None, **options: Any) -> AskResult[Any]: ...
+    @overload
+    async def send(self, *content: Content, output: type[T], **options: Any) -> AskResult[T]: ...
+    async def send(self, *content: Content, output: type[T] | None = None, **options: Any) -> AskResult[Any]:
         """One turn: the answer with its usage and cost."""
         async with self._lock:
             call = self._call(content, output, options)
@@ -94,7 +98,11 @@ class ChatSession:
         result = await self.send(*content, output=output, **options)
         return result.value if output is not None else result.text
 
-    def stream(self, *content: Content, output: type[T] | None = None, **options: Any) -> StreamingAnswer[T]:
+    @overload
+    def stream(self, *content: Content, output: None = None, **options: Any) -> StreamingAnswer[Any]: ...
+    @overload
+    def stream(self, *content: Content, output: type[T], **options: Any) -> StreamingAnswer[T]: ...
+    def stream(self, *content: Content, output: type[T] | None = None, **options: Any) -> StreamingAnswer[Any]:
         """One streamed turn. Read it to its end (or close it) before the next turn."""
         return StreamingAnswer(lambda: self._call(content, output, options))
 

@@ -400,6 +400,14 @@ class Runtime:
             await self.store.save(instance)
 
     # -------------------------------------------------------------------------------------------------- verbs
+    @overload
+    async def generate(
+        self, model: str, *content: Content, system: str | None = None, output: None = None, **options: Any
+    ) -> AskResult[Any]: ...
+    @overload
+    async def generate(
+        self, model: str, *content: Content, system: str | None = None, output: type[T], **options: Any
+    ) -> AskResult[T]: ...
     async def generate(
         self,
         model: str,
@@ -407,7 +415,7 @@ class Runtime:
         system: str | None = None,
         output: type[T] | None = None,
         **options: Any,
-    ) -> AskResult[T]:
+    ) -> AskResult[Any]:
         """One call: the answer with its usage, cost, warnings, saved instance and finish reason."""
         call = self._single_call(model, content, system, output, options)
         return await call.whole()
@@ -419,9 +427,17 @@ class Runtime:
         result = await self.generate(model, *content, system=system, output=output, **options)
         return result.value if output is not None else result.text
 
+    @overload
+    def stream(
+        self, model: str, *content: Content, system: str | None = None, output: None = None, **options: Any
+    ) -> StreamingAnswer[Any]: ...
+    @overload
+    def stream(
+        self, model: str, *content: Content, system: str | None = None, output: type[T], **options: Any
+    ) -> StreamingAnswer[T]: ...
     def stream(
         self, model: str, *content: Content, system: str | None = None, output: type[T] | None = None, **options: Any
-    ) -> StreamingAnswer[T]:
+    ) -> StreamingAnswer[Any]:
         """A streamed call: iterate its events as they arrive, then `await answer.result()`."""
         return StreamingAnswer(lambda: self._single_call(model, content, system, output, options))
 

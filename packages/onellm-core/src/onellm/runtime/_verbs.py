@@ -41,17 +41,33 @@ async def ask(
     return await current_runtime().ask(model, *content, system=system, output=output, **options)
 
 
+@overload
+async def generate(
+    model: str, *content: Content, system: str | None = None, output: None = None, **options: Any
+) -> AskResult[Any]: ...
+@overload
+async def generate(
+    model: str, *content: Content, system: str | None = None, output: type[T], **options: Any
+) -> AskResult[T]: ...
 async def generate(
     model: str, *content: Content, system: str | None = None, output: type[T] | None = None, **options: Any
-) -> AskResult[T]:
+) -> AskResult[Any]:
     """Ask `model` and return the whole result: text or value, usage, cost lines and total, warnings, the saved
     instance and the finish reason."""
     return await current_runtime().generate(model, *content, system=system, output=output, **options)
 
 
+@overload
+def stream(
+    model: str, *content: Content, system: str | None = None, output: None = None, **options: Any
+) -> StreamingAnswer[Any]: ...
+@overload
+def stream(
+    model: str, *content: Content, system: str | None = None, output: type[T], **options: Any
+) -> StreamingAnswer[T]: ...
 def stream(
     model: str, *content: Content, system: str | None = None, output: type[T] | None = None, **options: Any
-) -> StreamingAnswer[T]:
+) -> StreamingAnswer[Any]:
     """Stream an answer: `async for event in answer`, then `await answer.result()`."""
     return current_runtime().stream(model, *content, system=system, output=output, **options)
 
@@ -96,7 +112,7 @@ def ask_sync(
 
 def generate_sync(
     model: str, *content: Content, system: str | None = None, output: type[T] | None = None, **options: Any
-) -> AskResult[T]:
+) -> AskResult[Any]:
     """Blocking form of `onellm.generate`. Not for use inside async code."""
     return drive(generate(model, *content, system=system, output=output, **options), "generate")
 

@@ -11,6 +11,7 @@ from onellm.telemetry._genai import (
     INSTRUMENTATION_NAME,
     TOKEN_USAGE_METRIC,
     ModelCallSpan,
+    configure,
     provider_system_name,
     start_model_call,
 )
@@ -20,6 +21,7 @@ __all__ = [
     "INSTRUMENTATION_NAME",
     "TOKEN_USAGE_METRIC",
     "ModelCallSpan",
+    "configure",
     "provider_system_name",
     "start_model_call",
 ]

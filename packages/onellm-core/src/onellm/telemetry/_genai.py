@@ -15,6 +15,7 @@ __all__ = [
     "INSTRUMENTATION_NAME",
     "TOKEN_USAGE_METRIC",
     "ModelCallSpan",
+    "configure",
     "provider_system_name",
     "start_model_call",
 ]
@@ -39,9 +40,9 @@ def provider_system_name(provider: str) -> str:
 class _Instruments:
     __slots__ = ("duration", "meter", "tokens", "tracer")
 
-    def __init__(self) -> None:
-        self.tracer = trace.get_tracer(INSTRUMENTATION_NAME)
-        self.meter = metrics.get_meter(INSTRUMENTATION_NAME)
+    def __init__(self, tracer_provider: Any = None, meter_provider: Any = None) -> None:
+        self.tracer = trace.get_tracer(INSTRUMENTATION_NAME, tracer_provider=tracer_provider)
+        self.meter = metrics.get_meter(INSTRUMENTATION_NAME, meter_provider=meter_provider)
         self.tokens = self.meter.create_histogram(
             TOKEN_USAGE_METRIC, unit="{token}", description="Measures number of input and output tokens used"
         )
@@ -49,6 +50,12 @@ class _Instruments:
 
 
 _INSTRUMENTS: list[_Instruments] = []
+
+
+def configure(*, tracer_provider: Any = None, meter_provider: Any = None) -> None:
+    """Send onellm's spans and metrics to these providers instead of the global ones (None: the global one)."""
+    _INSTRUMENTS.clear()
+    _INSTRUMENTS.append(_Instruments(tracer_provider, meter_provider))
 
 
 def _instruments() -> _Instruments:
