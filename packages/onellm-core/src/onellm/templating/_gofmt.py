@@ -691,10 +691,8 @@ class _Printer:
     def print_value(self, v: Any, verb: str, depth: int) -> None:
         if depth > 0:
             if v is None or v is MISSING:
-                if self.sharp_v:
-                    self.buf.append("interface {}(nil)")
-                else:
-                    self.pad("<nil>")
+                # An element that is nil is written as is: Go does not pad it.
+                self.buf.append("interface {}(nil)" if self.sharp_v else "<nil>")
                 return
             self.arg = v
         t = type(v)
