@@ -364,3 +364,19 @@ def test_decider_schema_beside_the_definition(tmp_path: Path) -> None:
         Decider.load(tmp_path / "spam.decider.yaml")
     assert info.value.file == str(tmp_path / "spam.decider.schema.json")
     assert (info.value.line, info.value.column) == (2, 17)
+
+
+def test_from_plain_data() -> None:
+    d = Definition.from_data({"model": "m", "references": [{"routine": "a"}], "custom": [1]})
+    assert d.references == [Reference(routine="a")]
+    assert d.extra == {"custom": [1]}
+    assert Definition.loads(d.dumps()) == d
+    with pytest.raises(BadDefinitionError) as info:
+        Definition.from_data({"model": "m", "initialPrompts": [{"user": [{"bogus": 1}]}]})
+    assert info.value.path == "initialPrompts[0].user[0]"
+    assert info.value.line is None
+    decider = Decider.from_data({"model": "m", "questions": {"q": {"type": "noul", "instructions": "x"}}}, name="n")
+    assert decider.cache_key == "n"
+    with pytest.raises(BadDefinitionError) as info:
+        Decider.from_data({"model": "m", "questions": {"q": {"type": "score", "instructions": "x", "criteria": [1]}}})
+    assert info.value.path == "questions.q.criteria"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -361,12 +361,28 @@ class Definition(Persisted):
         check_reference: ReferenceCheck | None,
     ) -> Definition:
         doc = load_document(text, file=file)
-        r = Reader(doc, file=file, strict=strict)
-        data = doc.plain
-        if data is None:
-            data = {}
-        d = r.mapping(data, [])
-        obj = cls(kind=kind, file=file)
+        obj = cls._build(doc.plain, Reader(doc, file=file, strict=strict), kind, check_reference)
+        obj._attach(doc, None)
+        return obj
+
+    @classmethod
+    def from_data(
+        cls,
+        data: Mapping[str, Any],
+        *,
+        kind: Literal["agent", "flow"] = "agent",
+        strict: bool = True,
+        check_reference: ReferenceCheck | None = None,
+    ) -> Definition:
+        """Read a definition from plain data (a parsed mapping, from JSON for example). Errors name the key path."""
+        return cls._build(data, Reader(None, file=None, strict=strict), kind, check_reference)
+
+    @classmethod
+    def _build(
+        cls, data: Any, r: Reader, kind: Literal["agent", "flow"], check_reference: ReferenceCheck | None
+    ) -> Definition:
+        d = r.mapping({} if data is None else data, [])
+        obj = cls(kind=kind, file=r.file)
         for key, value in d.items():
             attr = _AGENT_KEYS.get(key) if isinstance(key, str) else None
             if attr is None:
@@ -403,7 +419,6 @@ class Definition(Persisted):
                 obj.context_strategy = None if value is None else ContextStrategy.read(r, value, p)
         obj._keys = tuple(d)
         obj.warnings = r.warnings
-        obj._attach(doc, None)
         return obj
 
     def _read_references(self, r: Reader, value: Any, check: ReferenceCheck | None) -> None:

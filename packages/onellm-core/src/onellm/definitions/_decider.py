@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -327,11 +327,21 @@ class Decider(Persisted):
     ) -> Decider:
         """Read a decider from text. The rules of the format are the same in strict and lenient loading."""
         doc = load_document(text, file=file)
-        r = Reader(doc, file=file, strict=strict)
-        d = r.mapping({} if doc.plain is None else doc.plain, [])
         if name is None and file is not None:
             name = decider_name(Path(file))
-        obj = cls(file=file, name=name)
+        obj = cls._build(doc.plain, Reader(doc, file=file, strict=strict), name)
+        obj._attach(doc, None)
+        return obj
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any], *, name: str | None = None) -> Decider:
+        """Read a decider from plain data (a parsed mapping). The same rules apply; errors name the key path."""
+        return cls._build(data, Reader(None, file=None, strict=True), name)
+
+    @classmethod
+    def _build(cls, data: Any, r: Reader, name: str | None) -> Decider:
+        d = r.mapping({} if data is None else data, [])
+        obj = cls(file=r.file, name=name)
         model: str | None = None
         seen_questions = False
         for key, value in d.items():
@@ -356,7 +366,6 @@ class Decider(Persisted):
         obj.model = model
         obj._keys = tuple(d)
         obj.warnings = r.warnings
-        obj._attach(doc, None)
         return obj
 
     def _read_questions(self, r: Reader, value: Any) -> None:
