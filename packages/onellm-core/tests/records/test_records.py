@@ -173,6 +173,13 @@ async def test_jsonl_sink_writes_one_file_per_instance(tmp_path: Path) -> None:
     assert sink.read("never-written") == []
 
 
+@pytest.mark.anyio
+async def test_jsonl_sink_with_fsync(tmp_path: Path) -> None:
+    sink = JsonlRecordSink(tmp_path, fsync=True)
+    await sink.write(RunRecord(instance_id="d", event="started"))
+    assert [r.kind for r in sink.read("d")] == ["run"]
+
+
 @pytest.mark.parametrize("bad", ["../escape", "", "a/b", "x" * 129, "sp ace"])
 def test_jsonl_sink_refuses_ids_that_are_not_instance_ids(tmp_path: Path, bad: str) -> None:
     with pytest.raises(ValueError, match="instance id"):
