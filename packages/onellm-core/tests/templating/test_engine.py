@@ -430,3 +430,11 @@ def test_printf_sharp_v_writes_go_syntax() -> None:
     assert render('{{ printf "%#v" .l }}|{{ printf "%#v" .m }}|{{ printf "%#v" "q" }}', scope) == (
         '[]interface {}{1, "a", interface {}(nil)}|map[string]interface {}{"a":true, "b":2.5}|"q"'
     )
+
+
+def test_regex_unicode_classes_and_their_negations() -> None:
+    text = (
+        '{{ regexMatch "^\\\\p{Greek}+$" "αβγ" }} {{ regexMatch "^[\\\\P{Greek}]+$" "aβ" }} '
+        '{{ regexMatch "\\\\p{^L}" "a" }} {{ regexMatch "\\\\PL" "1" }} {{ regexMatch "[^\\\\pL]" "é" }}'
+    )
+    assert render(text) == "true false false true false"

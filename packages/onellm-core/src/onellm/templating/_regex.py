@@ -48,15 +48,34 @@ _SCRIPT_PREFIX = {"Han": ("CJK UNIFIED IDEOGRAPH", "CJK COMPATIBILITY IDEOGRAPH"
 
 
 @functools.lru_cache(maxsize=64)
-def _unicode_class(name: str) -> str:
-    """Ranges (class body text) for a general category or a script, found by scanning the character database."""
+def _unicode_class(name: str, negate: bool) -> str:
+    """Class body text for a general category or a script (or everything outside it)."""
+    spans = _unicode_spans(name)
+    if negate:
+        outside: list[tuple[int, int]] = []
+        nxt = 0
+        for a, b in spans:
+            if a > nxt:
+                outside.append((nxt, a - 1))
+            nxt = b + 1
+        if nxt <= 0x10FFFF:
+            outside.append((nxt, 0x10FFFF))
+        spans = outside
+    if not spans:
+        return "(?!)"
+    return "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in spans)
+
+
+@functools.lru_cache(maxsize=64)
+def _unicode_spans(name: str) -> list[tuple[int, int]]:
+    """Code point ranges of a general category or a script, found by scanning the character database."""
     if len(name) <= 2 and name[:1] in "LMNPSZC" and name.isalpha():
 
         def test(c: str) -> bool:
             return unicodedata.category(c).startswith(name)
 
     elif name == "Any":
-        return "\\x00-\\U0010ffff"
+        return [(0, 0x10FFFF)]
     else:
         prefixes = _SCRIPT_PREFIX.get(name, (name.upper() + " ",))
 
@@ -80,10 +99,10 @@ def _unicode_class(name: str) -> str:
         spans += [(0x323B0, 0xDFFFF), (0xE01F0, 0xEFFFF), (0xFFFFE, 0xFFFFF), (0x10FFFE, 0x10FFFF)]
     if name in ("C", "Co"):
         spans += [(0xF0000, 0xFFFFD), (0x100000, 0x10FFFD)]
-    ranges = [f"\\U{a:08x}-\\U{b:08x}" for a, b in spans]
-    if not ranges:
+    if not spans:
         raise _err("invalid character class range", f"\\p{{{name}}}")
-    return "".join(ranges)
+    spans.sort()
+    return spans
 
 
 def _lit(c: str) -> str:
@@ -256,7 +275,7 @@ class _Translator:
             return "\\Z"
         if c in "pP":
             body = self._unicode_prop(c)
-            return "[" + ("^" if c == "P" else "") + body + "]"
+            return "[" + body + "]" if body != "(?!)" else body
         if c == "Q":
             j = p.find("\\E", self.i)
             lit = p[self.i :] if j < 0 else p[self.i : j]
@@ -303,6 +322,7 @@ class _Translator:
         raise _err("invalid escape sequence", "\\" + c)
 
     def _unicode_prop(self, c: str) -> str:
+        """`\\pX`, `\\p{Name}`, `\\PX`, `\\p{^Name}` (self.i is past the p or P): a class body."""
         p = self.p
         if self.i >= len(p):
             raise _err("invalid character class range", "\\" + c)
@@ -315,13 +335,11 @@ class _Translator:
         else:
             name = p[self.i]
             self.i += 1
-        negate = name.startswith("^")
-        if negate:
+        negate = c == "P"
+        if name.startswith("^"):
+            negate = not negate
             name = name[1:]
-        body = _unicode_class(name)
-        if negate:
-            raise _err("invalid character class range", "\\" + c + "{^" + name + "}")
-        return body
+        return _unicode_class(name, negate)
 
     def _char_class(self, flags: str) -> str:
         p = self.p
@@ -387,9 +405,7 @@ class _Translator:
         if e in "pP":
             self.i = i + 2
             body = self._unicode_prop(e)
-            if e == "P":
-                raise _err("invalid character class range", p[i : self.i])
-            return body, self.i, True
+            return ("" if body == "(?!)" else body), self.i, True
         self.i = i + 2
         cp = self._escape_char(e)
         return chr(cp), self.i, False
