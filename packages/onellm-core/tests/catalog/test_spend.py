@@ -129,3 +129,19 @@ def test_concurrent_calls_cannot_pass_the_cap_together() -> None:
         t.join()
     assert len(admitted) == 10
     assert len(refused) == 10
+
+
+def test_a_per_that_does_not_divide_evenly_is_warned() -> None:
+    from onellm.messages import Usage
+
+    catalog = Catalog.from_layers(
+        {
+            "name": "p",
+            "models": [{"name": "m", "pricing": {"items": [{"counter": "audioMinutes", "price": 1, "per": 3}]}}],
+        }
+    )
+    cost = catalog.resolve("p:m").price(Usage(counters={"audioMinutes": 1}))
+    assert [w.detail["reason"] for w in cost.warnings if w.detail] == ["inexact_amount"]
+    exact = catalog.resolve("p:m").price(Usage(counters={"audioMinutes": 3}))
+    assert exact.total == 1
+    assert exact.warnings == ()

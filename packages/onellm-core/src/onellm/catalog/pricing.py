@@ -44,6 +44,7 @@ _MAIN = ("inputTokens", "outputTokens", "cacheCreationInputTokens", "cacheReadIn
 _CACHE_COUNTERS = frozenset({"cacheCreationInputTokens", "cacheReadInputTokens"})
 _SCALE = Context(prec=60, traps=[])
 _EXACT = Context(prec=100)
+_CHECK = Context(prec=250)
 
 BUILTIN_SUBSETS: dict[str, str] = {
     "reasoningTokens": "outputTokens",
@@ -374,6 +375,8 @@ def price_usage(
 
 
 _NO_QUALIFIERS: Mapping[str, str] = {}
+# Dividing by these never leaves a remainder in decimal: amounts are exact without checking.
+_DECIMAL_PERS = frozenset({1, 10, 100, 1000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000})
 
 
 def _price_main(table: PriceTable, usage: Usage) -> Cost | None:
@@ -389,7 +392,7 @@ def _price_main(table: PriceTable, usage: Usage) -> Cost | None:
         if not amount:
             continue
         price = table.price_of(counter, _NO_QUALIFIERS)
-        if price is None:
+        if price is None or price.per not in _DECIMAL_PERS:
             return None
         line = _line(
             counter, amount, price.per, price.unit, _ONE, price.label or _LABELS[counter], price.source, price.as_of
@@ -397,6 +400,12 @@ def _price_main(table: PriceTable, usage: Usage) -> Cost | None:
         lines.append(line)
         total = _EXACT.add(total, line.amount)
     return Cost(lines=tuple(lines), total=total)
+
+
+def _is_exact(line: CostLine) -> bool:
+    """Whether `amount × per` gives back `quantity × unit × multiplier` (checked at twice the working precision)."""
+    whole = _CHECK.multiply(_CHECK.multiply(Decimal(line.quantity), line.unit_price), line.multiplier)
+    return _CHECK.multiply(line.amount, Decimal(line.per)) == whole
 
 
 def _line(
@@ -601,6 +610,17 @@ def _price_with(
         if today is not None and price.as_of is not None and (today - price.as_of).days > STALE_AFTER_DAYS:
             stale.append(counter)
         lines.append(_line(counter, amount, per, unit, mult, label, price.source, price.as_of))
+    warnings.extend(
+        _warning(
+            f"{line.counter}: {line.quantity} / {line.per} does not terminate; the amount is cut at "
+            "100 significant digits",
+            reason="inexact_amount",
+            model=name,
+            counter=line.counter,
+        )
+        for line in lines
+        if line.per not in _DECIMAL_PERS and not _is_exact(line)
+    )
     if stale:
         warnings.append(
             _warning(
