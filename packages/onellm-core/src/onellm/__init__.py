@@ -77,6 +77,7 @@ if TYPE_CHECKING:
     from onellm.messages import Usage as Usage
     from onellm.providers import RetryPolicy as RetryPolicy
     from onellm.providers.anthropic import AnthropicProvider as AnthropicProvider
+    from onellm.providers.gemini import GeminiProvider as GeminiProvider
     from onellm.providers.openai import OpenAICompatibleProvider as OpenAICompatibleProvider
     from onellm.providers.openai import OpenAIProvider as OpenAIProvider
     from onellm.records import EventRecordSink as EventRecordSink
@@ -137,6 +138,7 @@ _LAZY: dict[str, str] = {
     "MemoryInstanceStore": "onellm.instances",
     "RetryPolicy": "onellm.providers",
     "AnthropicProvider": "onellm.providers.anthropic",
+    "GeminiProvider": "onellm.providers.gemini",
     "OpenAICompatibleProvider": "onellm.providers.openai",
     "OpenAIProvider": "onellm.providers.openai",
     "EventRecordSink": "onellm.records",
