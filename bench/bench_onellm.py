@@ -8,6 +8,7 @@ from onellm.messages import Message, TextPart
 from onellm.messages._events import TextDelta
 from onellm.providers._request import ChatRequest
 from onellm.providers.anthropic import AnthropicProvider
+from onellm.providers.gemini import GeminiProvider
 from onellm.providers.openai import OpenAICompatibleProvider, OpenAIProvider
 
 KEY = "bench-key"
@@ -26,7 +27,7 @@ def to_messages(turns: list[tuple[str, str]]) -> list[Message]:
 
 class OnellmClient:
     name = "onellm"
-    formats = ("openai-chat", "openai-responses", "anthropic")
+    formats = ("openai-chat", "openai-responses", "anthropic", "gemini")
 
     def __init__(self, base: str) -> None:
         self.providers: dict[str, Any] = {
@@ -35,6 +36,7 @@ class OnellmClient:
             ),
             "openai-responses": OpenAIProvider(base_url=f"{base}/v1", api_key=KEY),
             "anthropic": AnthropicProvider(base_url=base, api_key=KEY, max_tokens=1024),
+            "gemini": GeminiProvider(base_url=f"{base}/v1beta", api_key=KEY),
         }
         self._messages: dict[int, list[Message]] = {}
 
