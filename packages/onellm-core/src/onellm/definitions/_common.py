@@ -207,7 +207,7 @@ def read_source(source: str | os.PathLike[str], *, default_name: str) -> tuple[s
 def write_text(path: str | os.PathLike[str], text: str) -> None:
     """Write `text` as UTF-8 bytes, exactly (no newline translation), replacing the file atomically."""
     target = Path(path)
-    data = text.encode("utf-8", errors="surrogatepass")
+    data = text.encode("utf-8")
     fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
     try:
         with os.fdopen(fd, "wb") as handle:
