@@ -67,7 +67,8 @@ from onellm.messages._events import (
 from onellm.providers._content import asset_base64, asset_media_type, json_text, result_text
 from onellm.providers._errors import error_from_status
 from onellm.providers._http import ErrorDetail
-from onellm.providers._request import ChatRequest, ChatResponse, FinishReason
+from onellm.providers._request import ChatRequest, ChatResponse
+from onellm.providers._stream import response_from
 
 __all__ = [
     "DEFAULT_API_VERSION",
@@ -79,7 +80,6 @@ __all__ = [
     "decode_message",
     "encode_messages_request",
     "message_events",
-    "response_from",
     "usage_from",
 ]
 
@@ -649,32 +649,6 @@ def message_events(wire: _Message) -> list[StreamEvent]:
         events.append(UsageEvent(usage))
     events.append(Done(finish_reason(wire.stop_reason)))
     return events
-
-
-def response_from(
-    accumulator: MessageAccumulator,
-    warnings: list[CallWarning] | None = None,
-    *,
-    extra: dict[str, Any] | None = None,
-) -> ChatResponse:
-    """The `ChatResponse` of a finished accumulator (whole and streamed calls alike)."""
-    message = accumulator.message()
-    message.usage = accumulator.usage
-    raw = accumulator.finish_reason
-    try:
-        reason: FinishReason | None = FinishReason(raw) if raw is not None else None
-    except ValueError:
-        reason = FinishReason.OTHER
-    return ChatResponse(
-        message=message,
-        usage=accumulator.usage,
-        finish_reason=reason,
-        provider_finish_reason=raw,
-        model=accumulator.model,
-        id=accumulator.response_id,
-        warnings=list(warnings or []),
-        extra=extra or {},
-    )
 
 
 def _stop_extra(stop_reason: str | None, stop_sequence: str | None, details: Any) -> dict[str, Any]:

@@ -12,11 +12,11 @@ import msgspec
 
 from onellm.errors import AuthError, MalformedResponseError, ModelNotFoundError, ProviderError, Secret
 from onellm.messages import CallWarning, Message
-from onellm.messages._events import MessageAccumulator, StreamEvent
+from onellm.messages._events import StreamEvent
 from onellm.providers._http import HttpCall, HttpTransport, decode_json
 from onellm.providers._request import ChatRequest, ChatResponse, FinishReason
 from onellm.providers._retry import RetryPolicy
-from onellm.providers._sse import SseDecoder
+from onellm.providers._stream import collect, sse_stream
 from onellm.providers.anthropic._codec import (
     DEFAULT_API_VERSION,
     PROVIDER,
@@ -27,7 +27,6 @@ from onellm.providers.anthropic._codec import (
     encode_messages_request,
     message_from_data,
     message_response,
-    response_from,
 )
 
 if TYPE_CHECKING:
@@ -41,14 +40,6 @@ DEFAULT_MAX_TOKENS = 4096
 """`max_tokens` sent when neither the request, the provider nor the catalog gives one (the API requires it)."""
 
 _ENCODER = msgspec.json.Encoder(decimal_format="number")
-
-
-async def collect(events: AsyncIterator[StreamEvent]) -> ChatResponse:
-    """Read a stream to its end and build the same `ChatResponse` a whole call gives."""
-    accumulator = MessageAccumulator()
-    async for event in events:
-        accumulator.add(event)
-    return response_from(accumulator)
 
 
 class AnthropicProvider:
@@ -176,20 +167,10 @@ class AnthropicProvider:
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         call = self._call("POST", "/v1/messages", self.encode(request, stream=True), stream=True)
-        decoder = MessagesStreamDecoder()
-        sse = SseDecoder(provider=self.name)
-        async with self._transport.stream(call) as response:
-            async for chunk in self._transport.aiter_bytes(call, response):
-                for event in sse.feed(chunk):
-                    for item in decoder.feed(event.data):
-                        yield item
-                    if decoder.finished:
-                        return
-            for event in sse.close():
-                for item in decoder.feed(event.data):
-                    yield item
-        if not decoder.finished:
-            raise MalformedResponseError("the stream ended before message_stop", provider=self.name)
+        async for item in sse_stream(
+            self._transport, call, MessagesStreamDecoder(), unfinished="the stream ended before message_stop"
+        ):
+            yield item
 
     async def count_tokens(self, request: ChatRequest) -> int:
         """The input tokens Anthropic counts for this request (`/v1/messages/count_tokens`)."""
