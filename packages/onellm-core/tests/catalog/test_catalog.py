@@ -367,3 +367,15 @@ def test_lenient_shapes_of_known_keys() -> None:
     assert tiers["flex"].pricing_multiplier == Decimal("0.5")
     assert resolved.entry.pricing is not None
     assert resolved.entry.pricing["asOf"] == "2026-11-05"
+
+
+def test_from_layers_keywords() -> None:
+    catalog = Catalog.from_layers(
+        shipped=True,
+        user=DATA / "layered" / "user",
+        code={"name": "anthropic", "aliases": {"house": "claude-haiku-5-5"}},
+    )
+    assert catalog.resolve("house").name == "claude-haiku-5-5"
+    assert catalog.source_of("anthropic", "aliases.house") == "code"
+    assert catalog.source_of("gamma", "modelPatterns") == "user"
+    assert catalog.source_of("anthropic", "aliases.claude-sonnet") == "shipped"

@@ -399,12 +399,27 @@ class Catalog:
         return cls([CatalogLayer.shipped()])
 
     @classmethod
-    def from_layers(cls, *layers: CatalogLayer | Mapping[str, Any] | Sequence[Any] | str | os.PathLike[str]) -> Catalog:
-        """A catalog of exactly these layers (add `CatalogLayer.shipped()` for the shipped one).
+    def from_layers(
+        cls,
+        *layers: CatalogLayer | Mapping[str, Any] | Sequence[Any] | str | os.PathLike[str],
+        shipped: bool = False,
+        user: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
+        code: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
+    ) -> Catalog:
+        """A catalog of exactly these layers.
 
-        A mapping or a list of mappings is a `code` layer; a path (file or directory) is a `user` layer.
+        Positional layers: a `CatalogLayer`, a mapping or a list of mappings (a `code` layer), or a path to a file or
+        directory (a `user` layer). Keywords add the common ones: `shipped=True` the shipped catalog, `user=` one path
+        or several, `code=` provider entries. Layers stack by precedence (shipped < user < code) whatever the order.
         """
         built: list[CatalogLayer] = []
+        if shipped:
+            built.append(CatalogLayer.shipped())
+        if user is not None:
+            paths = [user] if isinstance(user, (str, os.PathLike)) else list(user)
+            built.append(CatalogLayer.from_paths(paths))
+        if code is not None:
+            built.append(CatalogLayer.from_data(code))
         for layer in layers:
             if isinstance(layer, CatalogLayer):
                 built.append(layer)
