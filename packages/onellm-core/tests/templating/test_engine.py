@@ -331,9 +331,11 @@ def test_functions_that_would_explode_hit_the_limit() -> None:
 def test_cancellation_stops_a_long_render() -> None:
     stop = threading.Event()
     stop.set()
-    e = fails("{{ range 1000000 }}{{ end }}", cancel=stop)
+    e = fails("ok\n  {{ range 1000000 }}{{ end }}", cancel=stop)
     assert e.kind == "limit"
     assert "cancelled" in e.detail
+    # The position is that of the loop that was running.
+    assert (e.line, e.column) == (2, 12)
     calls = iter(range(10**9))
     e = fails("{{ range 1000000 }}x{{ end }}", cancel=lambda: next(calls) > 3)
     assert "cancelled" in e.detail

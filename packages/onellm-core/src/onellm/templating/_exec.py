@@ -502,7 +502,7 @@ class _Compiler:
                         other(st, w, dot, vs)
                     return None
                 if idx_slot < 0:
-                    return _loop_values(st, w, vs, body, items, elem_slot)
+                    return _loop_values(st, w, vs, body, items, elem_slot, where, pipe_node)
                 pairs: Any = enumerate(items)
             elif isinstance(val, Mapping):
                 if not val:
@@ -521,7 +521,7 @@ class _Compiler:
                     if other is not None:
                         other(st, w, dot, vs)
                     return None
-                return _loop_values(st, w, vs, body, range(val), elem_slot)
+                return _loop_values(st, w, vs, body, range(val), elem_slot, where, pipe_node)
             elif val is MISSING or val is None:
                 if other is not None:
                     other(st, w, dot, vs)
@@ -542,7 +542,7 @@ class _Compiler:
                     vs[elem_slot] = e
                 i += 1  # noqa: SIM113 (a counter in the hot loop is cheaper than enumerate)
                 if not i & 63:
-                    st.check()
+                    _check(st, where, pipe_node)
                 try:
                     body(st, w, e, vs)
                 except _Continue:
@@ -582,7 +582,7 @@ class _Compiler:
             finally:
                 st.depth = depth
             if not st.depth & 15:
-                st.check()
+                _check(st, where, n)
 
         return call
 
@@ -822,7 +822,7 @@ class _Compiler:
                 except CallError as e:
                     raise ExecFail(where, cmd, f"error calling {name}: {e}") from None
                 except LimitError:
-                    raise LimitFail(f"{name}: output exceeds the limit") from None
+                    raise ExecFail(where, cmd, f"{name}: the result exceeds the output limit", kind="limit") from None
 
             return call1
 
@@ -837,7 +837,7 @@ class _Compiler:
             except CallError as e:
                 raise ExecFail(where, cmd, f"error calling {name}: {e}") from None
             except LimitError:
-                raise LimitFail(f"{name}: output exceeds the limit") from None
+                raise ExecFail(where, cmd, f"{name}: the result exceeds the output limit", kind="limit") from None
 
         return call
 
@@ -1004,14 +1004,24 @@ def _last_eval(n: Node) -> Node:
     return n
 
 
-def _loop_values(st: State, w: Any, vs: list[Any], body: Stmt, items: Any, elem_slot: int) -> None:
+def _check(st: State, where: Where, node: Node) -> None:
+    """`State.check`, with the position of the loop or call that was running when a limit was reached."""
+    try:
+        st.check()
+    except LimitFail as e:
+        raise ExecFail(where, node, str(e), kind="limit") from None
+
+
+def _loop_values(
+    st: State, w: Any, vs: list[Any], body: Stmt, items: Any, elem_slot: int, where: Where, node: Node
+) -> None:
     i = 0
     for e in items:
         if elem_slot >= 0:
             vs[elem_slot] = e
         i += 1  # noqa: SIM113 (a counter in the hot loop is cheaper than enumerate)
         if not i & 63:
-            st.check()
+            _check(st, where, node)
         try:
             body(st, w, e, vs)
         except _Continue:
