@@ -145,3 +145,31 @@ def test_a_per_that_does_not_divide_evenly_is_warned() -> None:
     exact = catalog.resolve("p:m").price(Usage(counters={"audioMinutes": 3}))
     assert exact.total == 1
     assert exact.warnings == ()
+
+
+def test_price_at_takes_the_call_time_in_any_form() -> None:
+    import datetime as dt
+
+    from onellm.messages import Timestamp, Usage
+
+    catalog = Catalog.from_layers(
+        {
+            "name": "p",
+            "models": [
+                {
+                    "name": "m",
+                    "pricing": {"inputPerMillion": 2},
+                    "pricingPeriods": [{"until": "2026-06-01", "pricing": {"inputPerMillion": 3}}],
+                }
+            ],
+        }
+    )
+    model = catalog.resolve("p:m")
+    usage = Usage(input_tokens=1_000_000)
+    assert model.price(usage, at=dt.date(2026, 5, 31)).total == 3
+    assert model.price(usage, at="2026-05-31T23:00:00Z").total == 3
+    # 2026-06-01 01:00 at UTC+5 is still 31 May in UTC
+    east = dt.datetime(2026, 6, 1, 1, 0, tzinfo=dt.timezone(dt.timedelta(hours=5)))
+    assert model.price(usage, at=east).total == 3
+    assert model.price(usage, at=Timestamp("2026-06-01T00:00:00Z")).total == 2
+    assert model.price(usage, at=dt.datetime(2026, 6, 1, 0, 0)).total == 2

@@ -311,7 +311,7 @@ class ResolvedModel:
         multipliers: Sequence[str] = (),
         qualifiers: Mapping[str, Any] | None = None,
         today: _dt.date | None = None,
-        at: _dt.date | _dt.datetime | None = None,
+        at: _dt.date | _dt.datetime | Any | None = None,
         base_url: str | None = None,
     ) -> Cost:
         """Price one call's usage with this model's catalog prices. See `onellm.catalog.pricing.price_usage`."""

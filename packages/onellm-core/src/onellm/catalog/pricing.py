@@ -304,7 +304,7 @@ def price_usage(
     multipliers: Sequence[str] = (),
     qualifiers: Mapping[str, Any] | None = None,
     today: _dt.date | None = None,
-    at: _dt.date | _dt.datetime | None = None,
+    at: _dt.date | _dt.datetime | Any | None = None,
     base_url: str | None = None,
 ) -> Cost:
     """Price `usage` with `model`'s catalog prices.
@@ -316,14 +316,13 @@ def price_usage(
         multipliers: further named multipliers to apply (`"fast"`, ...).
         qualifiers: the call's qualifiers that `items[].when` can name (`{"size": "1024x1024", "quality": "high"}`).
         today: when given, prices checked more than 180 days before it add a `pricing` warning.
-        at: the call's time; selects the `pricingPeriods` entry in force then (default: `today`, else the base price).
+        at: the call's time (a date, a datetime, a message `Timestamp` or RFC 3339 text); selects the
+            `pricingPeriods` entry in force on its UTC date (default: `today`, else the base price).
         base_url: the server the call went to, when it differs from the catalog's (a loopback server is free unless
             the catalog prices the model).
     """
     entry = model.entry
-    day = at.date() if isinstance(at, _dt.datetime) else at
-    if day is None:
-        day = today
+    day = _day_of(at) if at is not None else today
     table = entry.price_table_at(day)
     tier_name = service_tier if service_tier is not None else usage.service_tier
     if (
@@ -372,6 +371,20 @@ def price_usage(
         qualifiers=qualifiers,
         today=today,
     )
+
+
+def _day_of(at: Any) -> _dt.date:
+    """The UTC date of a call's time: a date, a datetime (naive ones are taken as UTC), a message `Timestamp`, or
+    RFC 3339 text."""
+    if isinstance(at, str):
+        at = _dt.datetime.fromisoformat(at.replace("Z", "+00:00")) if "T" in at else _dt.date.fromisoformat(at)
+    elif not isinstance(at, _dt.date) and isinstance(getattr(at, "datetime", None), _dt.datetime):
+        at = at.datetime
+    if isinstance(at, _dt.datetime):
+        return at.astimezone(_dt.UTC).date() if at.tzinfo is not None else at.date()
+    if isinstance(at, _dt.date):
+        return at
+    raise TypeError(f"'at' is a date, a datetime or a Timestamp, not {type(at).__name__}")
 
 
 _NO_QUALIFIERS: Mapping[str, str] = {}
