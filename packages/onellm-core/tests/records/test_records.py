@@ -80,6 +80,12 @@ def test_reader_skips_unknown_kinds_and_keeps_unknown_fields() -> None:
     assert inference.usage.cost == Decimal("1E-7")
 
 
+def test_a_byte_order_mark_and_crlf_line_ends_are_read(tmp_path: Path) -> None:
+    path = tmp_path / "w.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"kind":"run","event":"started"}\r\n{"kind":"run","event":"stopped"}\r\n')
+    assert [r.event for r in read_records(path) if isinstance(r, RunRecord)] == ["started", "stopped"]
+
+
 def test_kind_filter_and_money_are_exact() -> None:
     records = list(read_records(CORPUS / "inst-clerk-1.jsonl"))
     inference = list(read_records(CORPUS / "inst-clerk-1.jsonl", kind="inference"))

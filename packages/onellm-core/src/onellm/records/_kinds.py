@@ -374,6 +374,8 @@ def read_records(
 
 def _records(lines: Iterable[str | bytes], file: str | None, kind: str | None, strict: bool) -> Iterator[Record]:
     for number, line in enumerate(lines, start=1):
+        if number == 1:
+            line = line.removeprefix(b"\xef\xbb\xbf") if isinstance(line, bytes) else line.removeprefix("\ufeff")
         if not line.strip():
             continue
         try:
