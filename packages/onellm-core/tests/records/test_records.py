@@ -290,3 +290,14 @@ def test_compaction_round_trip_through_data() -> None:
     )
     again = parse_line(encode_record(record))
     assert again == record
+
+
+def test_the_spec_example_lines_read_and_write_back_unchanged() -> None:
+    spec = Path(__file__).resolve().parents[4] / "spec" / "records.md"
+    block = spec.read_text(encoding="utf-8").split("```json\n", 1)[1].split("```", 1)[0]
+    lines = block.encode().splitlines(keepends=True)
+    assert len(lines) >= 5
+    for line in lines:
+        record = parse_line(line)
+        assert record is not None
+        assert encode_record(record) == line
