@@ -172,9 +172,9 @@ class ModelEntry:
         out = []
         for period in self.data.get("pricingPeriods") or ():
             merged = merge_values(self.data.get("pricing") or {}, period["pricing"])
-            out.append(
-                (period.get("from") or "0000-01-01", period.get("until") or "9999-12-31", PriceTable.compile(merged))
-            )
+            table = PriceTable.compile(merged)
+            table.until = period.get("until")
+            out.append((period.get("from") or "0000-01-01", period.get("until") or "9999-12-31", table))
         return tuple(out)
 
     def price_table_at(self, day: _dt.date | None) -> PriceTable:

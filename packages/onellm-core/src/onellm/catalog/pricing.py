@@ -128,6 +128,7 @@ class PriceTable:
         "source",
         "subset_of",
         "tiers",
+        "until",
     )
 
     def __init__(self, data: Mapping[str, Any]) -> None:
@@ -171,6 +172,7 @@ class PriceTable:
         self.subset_of = dict(BUILTIN_SUBSETS)
         for child, parent in (data.get("subsetOf") or {}).items():
             self.subset_of[str(child)] = str(parent)
+        self.until: str | None = None  # set on a past price period: its prices can no longer go stale
         self.free = data.get("free") is True
         self.has_price = bool(self.flat) or bool(self.items) or self.free
         self._flat_prices = {c: _Price(v, MILLION, None, self.as_of, self.source) for c, v in self.flat.items()}
@@ -620,7 +622,12 @@ def _price_with(
                 mult = _EXACT.multiply(mult, tier_factor)
         if label is None:
             label = _LABELS.get(counter)
-        if today is not None and price.as_of is not None and (today - price.as_of).days > STALE_AFTER_DAYS:
+        if (
+            today is not None
+            and price.as_of is not None
+            and (today - price.as_of).days > STALE_AFTER_DAYS
+            and (table.until is None or table.until > today.isoformat())
+        ):
             stale.append(counter)
         lines.append(_line(counter, amount, per, unit, mult, label, price.source, price.as_of))
     warnings.extend(
