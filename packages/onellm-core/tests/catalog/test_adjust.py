@@ -181,3 +181,38 @@ def test_shipped_sonnet_strips_temperature_and_clamps_output() -> None:
     result = RequestAdjuster(model).adjust(RequestSettings(temperature=0.7, max_output_tokens=500_000))
     assert result.settings.temperature is None
     assert result.settings.max_output_tokens == 128_000
+
+
+def test_adjust_request_rewrites_a_chat_request() -> None:
+    from onellm.messages import AssetPart, Message, TextPart
+    from onellm.providers import ChatRequest
+    from onellm.providers._request import CacheOptions, ReasoningOptions
+
+    request = ChatRequest(
+        model="p:strict",
+        messages=[Message(user=[TextPart(text="hi")])],
+        temperature=0.3,
+        max_output_tokens=9000,
+        reasoning=ReasoningOptions(effort="high"),
+        cache=CacheOptions(key="k"),
+    )
+    adjuster = RequestAdjuster(CATALOG.resolve("p:strict"))
+    sent = adjuster.adjust_request(request)
+    assert sent is not request
+    assert (sent.temperature, sent.max_output_tokens, sent.reasoning, sent.cache) == (None, 4000, None, None)
+    assert [w.kind for w in sent.warnings] == [
+        "parameter_stripped",
+        "parameter_stripped",
+        "parameter_stripped",
+        "parameter_clamped",
+    ]
+    assert request.temperature == 0.3  # the caller's request is left alone
+    with pytest.raises(UnsupportedParameterError):
+        adjuster.adjust_request(
+            ChatRequest(model="p:strict", messages=[Message(user=[AssetPart(content_type="image/png", data=b"x")])])
+        )
+    plain = ChatRequest(model="p:thinker", messages=[], reasoning=ReasoningOptions(effort="low", budget_tokens=10))
+    clamped = RequestAdjuster(CATALOG.resolve("p:thinker")).adjust_request(plain)
+    assert clamped.reasoning == ReasoningOptions(effort="low", budget_tokens=1024)
+    untouched = ChatRequest(model="p:unknown", messages=[], temperature=0.1)
+    assert RequestAdjuster(CATALOG.resolve("p:unknown")).adjust_request(untouched) is untouched

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from onellm.catalog._catalog import ResolvedModel
     from onellm.messages import CallWarning
 
-__all__ = ["Adjustment", "RequestAdjuster", "RequestSettings"]
+__all__ = ["Adjustment", "RequestAdjuster", "RequestSettings", "settings_of"]
 
 _NEUTRAL_TIERS = frozenset({"standard", "default", "auto"})
 
@@ -59,6 +59,49 @@ class Adjustment:
         return bool(self.warnings)
 
 
+def settings_of(request: Any) -> RequestSettings:
+    """The `RequestSettings` of a provider `ChatRequest`: its options, and how many images, PDFs, audio and video
+    files its messages carry."""
+    reasoning = getattr(request, "reasoning", None)
+    choice = getattr(request, "tool_choice", None)
+    response_format = getattr(request, "response_format", None)
+    cache = getattr(request, "cache", None)
+    counts = {"image": 0, "pdf": 0, "audio": 0, "video": 0}
+    for message in getattr(request, "messages", None) or ():
+        parts = [*(getattr(message, "user", None) or ()), *(getattr(message, "assistant", None) or ())]
+        for call in getattr(message, "tool_calls", None) or ():
+            parts.extend(getattr(call, "result", None) or ())
+        for part in parts:
+            content_type = (getattr(part, "content_type", None) or "").lower()
+            if not content_type or getattr(part, "kind", None) not in ("asset", "fileRef"):
+                continue
+            if content_type.startswith("image/"):
+                counts["image"] += 1
+            elif content_type == "application/pdf":
+                counts["pdf"] += 1
+            elif content_type.startswith("audio/"):
+                counts["audio"] += 1
+            elif content_type.startswith("video/"):
+                counts["video"] += 1
+    return RequestSettings(
+        temperature=getattr(request, "temperature", None),
+        top_p=getattr(request, "top_p", None),
+        reasoning_effort=getattr(reasoning, "effort", None),
+        thinking_budget=getattr(reasoning, "budget_tokens", None),
+        reasoning_summary=getattr(reasoning, "summary", None),
+        max_output_tokens=getattr(request, "max_output_tokens", None),
+        cache=cache is not None and getattr(cache, "enabled", True) is not False,
+        tools=len(getattr(request, "tools", None) or ()) + len(getattr(request, "hosted_tools", None) or ()),
+        tool_choice_forced=getattr(choice, "mode", "auto") in ("required", "tool"),
+        json_schema=getattr(response_format, "type", None) == "json_schema",
+        images=counts["image"],
+        pdfs=counts["pdf"],
+        audio=counts["audio"],
+        video=counts["video"],
+        service_tier=getattr(request, "service_tier", None),
+    )
+
+
 def _warning(kind: str, message: str, **detail: Any) -> CallWarning:
     from onellm.messages import CallWarning
 
@@ -74,6 +117,38 @@ class RequestAdjuster:
     def _refuse(self, parameter: str, message: str) -> UnsupportedParameterError:
         name = self.model.qualified_name
         return UnsupportedParameterError(f"{name}: {message}", parameter=parameter, model=name)
+
+    def adjust_request(self, request: Any) -> Any:
+        """Adjust a provider `ChatRequest` in one step: read its settings, adjust them, and return the request to
+        send (a copy when anything changed) with the warnings added to its `warnings`. Raises
+        `UnsupportedParameterError` like `adjust`."""
+        import dataclasses as _dc
+
+        settings = settings_of(request)
+        result = self.adjust(settings)
+        if not result.changed:
+            return request
+        new = result.settings
+        reasoning = getattr(request, "reasoning", None)
+        if reasoning is not None:
+            if new.reasoning_effort is None and new.thinking_budget is None and new.reasoning_summary is None:
+                reasoning = None
+            else:
+                reasoning = _dc.replace(
+                    reasoning,
+                    effort=new.reasoning_effort,
+                    budget_tokens=new.thinking_budget,
+                    summary=new.reasoning_summary,
+                )
+        return _dc.replace(
+            request,
+            temperature=new.temperature,
+            top_p=new.top_p,
+            max_output_tokens=new.max_output_tokens,
+            reasoning=reasoning,
+            cache=request.cache if new.cache else None,
+            warnings=[*request.warnings, *result.warnings],
+        )
 
     def supports(self, feature: str) -> bool | None:
         """The model's `supports<Feature>` flag, else the same key in the merged properties (where presets record
