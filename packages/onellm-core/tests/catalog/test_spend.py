@@ -173,3 +173,22 @@ def test_price_at_takes_the_call_time_in_any_form() -> None:
     assert model.price(usage, at=east).total == 3
     assert model.price(usage, at=Timestamp("2026-06-01T00:00:00Z")).total == 2
     assert model.price(usage, at=dt.datetime(2026, 6, 1, 0, 0)).total == 2
+
+
+def test_estimate_request_from_a_chat_request() -> None:
+    from onellm.messages import Message, TextPart
+    from onellm.providers import ChatRequest
+    from onellm.providers._request import CacheOptions
+
+    model = SHIPPED.resolve("claude-sonnet")
+    request = ChatRequest(
+        model="claude-sonnet",
+        messages=[Message(user=[TextPart(text="a" * 35)])],
+        system="b" * 7,
+        max_output_tokens=100,
+        cache=CacheOptions(),
+    )
+    est = CostEstimator(model).estimate_request(request)
+    # input: reply 3 + system (4 + 2) + user (4 + 10) = 23 tokens at the cache-write price 2.5; output 100 at 10
+    assert est.input_tokens == 23
+    assert est.total == Decimal("0.0010575")  # 23 * 2.5 / 1e6 + 100 * 10 / 1e6

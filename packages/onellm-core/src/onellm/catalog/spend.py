@@ -14,12 +14,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from onellm.errors import BudgetExceededError, BudgetKind
 
 if TYPE_CHECKING:
     from onellm.catalog._catalog import ResolvedModel
+    from onellm.catalog.counting import LocalTokenizer
     from onellm.messages import Cost
 
 __all__ = ["CostEstimate", "CostEstimator", "Reservation", "SpendCap", "SpendGuard"]
@@ -43,6 +44,30 @@ class CostEstimator:
 
     def __init__(self, model: ResolvedModel) -> None:
         self.model = model
+
+    def estimate_request(
+        self, request: Any, *, tokenizer: LocalTokenizer | None = None, batch: bool = False
+    ) -> CostEstimate:
+        """The worst case of a provider `ChatRequest`: its input estimated locally (erring high), its output limit,
+        its service tier, and cache writes when it asks for caching on a model that may cache."""
+        from onellm.catalog.counting import TokenEstimator
+
+        estimator = TokenEstimator(self.model, tokenizer=tokenizer)
+        tools = [*(getattr(request, "tools", None) or ()), *(getattr(request, "hosted_tools", None) or ())]
+        tokens = estimator.messages(request.messages, system=getattr(request, "system", None), tools=tools)
+        cache = getattr(request, "cache", None)
+        may_cache = (
+            cache is not None
+            and getattr(cache, "enabled", True) is not False
+            and self.model.entry.supports("caching") is not False
+        )
+        return self.estimate(
+            tokens,
+            max_output_tokens=getattr(request, "max_output_tokens", None),
+            may_write_cache=may_cache,
+            service_tier=getattr(request, "service_tier", None),
+            batch=batch,
+        )
 
     def estimate(
         self,
