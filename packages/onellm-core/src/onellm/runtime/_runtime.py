@@ -542,7 +542,10 @@ class ModelCall:
         if output is not None:
             settings = {**settings, "response_format": response_format_for(output)}
         messages = list(history) if history is not None else list(instance.messages)
-        self.request = ChatRequest(model=model.name, messages=messages, system=system, **settings)
+        from onellm.catalog.adjust import RequestAdjuster
+
+        request = ChatRequest(model=model.name, messages=messages, system=system, **settings)
+        self.request: ChatRequest = RequestAdjuster(model).adjust_request(request)
         self.reservation: Reservation | None = None
         self.span: ModelCallSpan | None = None
         self.accumulator: MessageAccumulator | None = None
@@ -616,7 +619,9 @@ class ModelCall:
                 usage, cost=cost.total if cost.priced or cost.lines else None, cost_lines=list(cost.lines)
             )
             turn.usage = usage
-        warnings = [*response.warnings, *cost.warnings]
+        warnings = list(self.request.warnings)
+        warnings.extend(w for w in response.warnings if w not in warnings)
+        warnings.extend(cost.warnings)
         if self.span is not None:
             self.span.succeed(
                 response_model=response.model,
