@@ -57,6 +57,7 @@ class SseDecoder:
         "_id",
         "_last_id",
         "_max",
+        "_names",
         "_pending",
         "_provider",
         "_retry",
@@ -75,6 +76,7 @@ class SseDecoder:
         self._size = 0
         self._max = max_event_bytes
         self._provider = provider
+        self._names: dict[bytes, str] = {}
 
     @property
     def last_event_id(self) -> str | None:
@@ -115,11 +117,43 @@ class SseDecoder:
         find = buffer.find
         line = self._line
         while True:
+            if not self._pending:
+                # Between events: take whole events at once. The common shapes (`data: ...` alone, or one
+                # `event: ...` line before it) are dispatched without going line by line.
+                end = find(b"\n\n", position)
+                if end >= 0:
+                    if self._event_block(buffer, position, end, events):
+                        position = end + 2
+                        continue
+                elif find(b"\n", position) < 0:
+                    return position
             end = find(b"\n", position)
             if end < 0:
                 return position
             line(buffer[position:end], events)
             position = end + 1
+
+    def _event_block(self, buffer: bytes, start: int, end: int, events: list[SseEvent]) -> bool:
+        """Dispatch the event in `buffer[start:end]` when it has one of the common shapes; False to go line by line."""
+        name: str | None = None
+        if buffer.startswith(b"event: ", start):
+            newline = buffer.find(b"\n", start, end)
+            if newline < 0:
+                return False
+            raw = buffer[start + 7 : newline]
+            name = self._names.get(raw)
+            if name is None:
+                if len(self._names) >= 256:
+                    return False
+                name = self._names[raw] = self._text(raw, "event")
+            start = newline + 1
+        if not buffer.startswith(b"data: ", start) or buffer.find(b"\n", start, end) >= 0:
+            return False
+        data = buffer[start + 6 : end]
+        if len(data) + 1 > self._max:
+            self._too_large()
+        events.append(SseEvent(data, name, self._id, None))
+        return True
 
     def _lines_any(self, buffer: bytes, events: list[SseEvent], *, final: bool) -> int:
         position = 0
