@@ -131,3 +131,29 @@ def test_random_characters_parse_and_render_or_fail_cleanly(text: str) -> None:
 @given(st.text(max_size=40).map(lambda s: "{{ " + s + " }}"))
 def test_arbitrary_text_inside_an_action(text: str) -> None:
     check(text)
+
+
+def outcome(text: str, scope: object, **options: object) -> tuple[str, str]:
+    try:
+        return "ok", Template.parse(text).render(scope, max_output=100_000, **options)  # type: ignore[arg-type]
+    except TemplateError as e:
+        return e.kind, e.detail
+
+
+@settings(max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(PIECES), max_size=30).map("".join))
+def test_fast_paths_agree_with_the_general_ones(text: str) -> None:
+    """Plain dicts take compiled fast paths; other mappings take the general ones. Results must not differ."""
+    from types import MappingProxyType
+
+    try:
+        Template.parse(text)
+    except TemplateError:
+        return
+    proxy = MappingProxyType({k: MappingProxyType(v) if isinstance(v, dict) else v for k, v in SCOPE.items()})
+    deadline = time.monotonic() + 0.5
+    cancel = lambda: time.monotonic() > deadline  # noqa: E731
+    fast = outcome(text, SCOPE, cancel=cancel)
+    general = outcome(text, proxy, cancel=cancel)
+    if "limit" not in (fast[0], general[0]):
+        assert fast == general
