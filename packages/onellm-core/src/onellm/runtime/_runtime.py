@@ -556,12 +556,12 @@ class ModelCall:
     async def _begin(self) -> ChatResponse | None:
         """Check the caps and the cache; start the span. Returns a cached answer, or None when the call must be sent."""
         rt = self.runtime
+        hit: ChatResponse | None = None
         if rt.cache is not None:
             self.key = cache_key(self.model.qualified_name, self.request)
             hit = rt.cache.get(self.key)
-            if hit is not None:
-                return hit
-        self.reservation = rt.reserve(self.model, self.request, self.instance)
+        if hit is None:
+            self.reservation = rt.reserve(self.model, self.request, self.instance)
         if len(rt.records) and self.owns_instance:
             from onellm.records import RunRecord
 
@@ -570,6 +570,8 @@ class ModelCall:
                     instance_id=self.instance.id, event="started", state="running", model=self.model.qualified_name
                 )
             )
+        if hit is not None:
+            return hit
         from onellm.telemetry import start_model_call
 
         self.span = start_model_call("chat", self.model.provider, self.model.name)
