@@ -116,7 +116,7 @@ class CatalogLayer:
 
 def _read(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise BadDefinitionError(f"the file is not UTF-8 text ({exc.reason})", file=str(path)) from None
     except OSError as exc:
@@ -390,6 +390,10 @@ class Catalog:
         self._providers = {key: ProviderEntry(data) for key, data in merged.items()}
         self._resolved: dict[str, ResolvedModel] = {}
         self._build_index()
+
+    def __repr__(self) -> str:
+        layers = ", ".join(layer.name for layer in self.layers)
+        return f"Catalog(layers=[{layers}], providers={list(self._providers)!r})"
 
     # -- construction ------------------------------------------------------------------------------------------------
 

@@ -330,6 +330,7 @@ def _capabilities(value: Any, path: str) -> Any:
     return _list_of(_name)(value, path)
 
 
+# Only `name` is required of a model: a higher layer may change single fields of a model a lower layer lists.
 _MODEL = _model_record(
     {
         "name": _name,
@@ -351,7 +352,6 @@ _MODEL = _model_record(
     required=("name",),
 )
 
-# A model in a higher layer may change single fields of an existing model, so only its name is required there.
 _PRESET = _record(
     {
         "displayName": _str,

@@ -42,7 +42,6 @@ _ONE = Decimal(1)
 _NEUTRAL_TIERS = frozenset({"standard", "default", "auto"})
 _MAIN = ("inputTokens", "outputTokens", "cacheCreationInputTokens", "cacheReadInputTokens")
 _CACHE_COUNTERS = frozenset({"cacheCreationInputTokens", "cacheReadInputTokens"})
-_SCALE = Context(prec=60, traps=[])
 _EXACT = Context(prec=100)
 _CHECK = Context(prec=250)
 
@@ -527,9 +526,9 @@ def _price_with(
         base_input = table.flat.get("inputTokens")
         if base_input:
             assert table.long_input is not None
-            _SCALE.clear_flags()
-            cache_scale = _SCALE.divide(table.long_input, base_input)
-            if _SCALE.flags[Inexact]:
+            scale = Context(prec=60, traps=[])  # a context of its own: its flags are this call's alone
+            cache_scale = scale.divide(table.long_input, base_input)
+            if scale.flags[Inexact]:
                 warnings.append(
                     _warning(
                         "the long-context cache price ratio does not terminate; it is cut at 60 significant digits",
@@ -613,7 +612,7 @@ def _price_with(
                 if table.long_output is not None:
                     unit, per, label = table.long_output, MILLION, "long context"
             elif cache_scale is not None and table.in_cache_family(counter):
-                unit = _SCALE.multiply(unit, cache_scale)
+                unit = _EXACT.multiply(unit, cache_scale)
                 label = "long context"
         mult = common
         if tier is not None:
