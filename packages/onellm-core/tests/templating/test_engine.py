@@ -440,3 +440,13 @@ def test_regex_unicode_classes_and_their_negations() -> None:
         '{{ regexMatch "\\\\p{^L}" "a" }} {{ regexMatch "\\\\PL" "1" }} {{ regexMatch "[^\\\\pL]" "é" }}'
     )
     assert render(text) == "true false false true false"
+
+
+def test_a_failing_embed_source_is_an_embed_error(tmp_path: Path) -> None:
+    def broken(ref: str) -> str | None:
+        raise OSError("disk on fire")
+
+    e = fails('{{ embed "x" }}', embed_sources=[broken])
+    assert e.kind == "embed"
+    assert "disk on fire" in e.detail
+    assert "not found" in fails('{{ embed "a\\x00b" }}', embed_sources=[FileEmbedSource(tmp_path)]).detail

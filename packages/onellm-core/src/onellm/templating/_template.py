@@ -95,9 +95,9 @@ class FileEmbedSource:
                 start = b.parent
         try:
             target = (start / ref).resolve()
-        except (OSError, RuntimeError):
-            return None
-        if not target.is_relative_to(self.root) or not target.is_file():
+            if not target.is_relative_to(self.root) or not target.is_file():
+                return None
+        except (OSError, RuntimeError, ValueError):
             return None
         try:
             text = target.read_text(encoding="utf-8")
@@ -409,7 +409,11 @@ class _Embedder:
         base = self.chain[-1][1] if self.chain else None
         found: Embedded | None = None
         for src in self.sources:
-            found = src.load(ref, base or None)
+            try:
+                found = src.load(ref, base or None)
+            except Exception as e:
+                detail = f"embed {go_quote(ref)}: the embed source failed: {e or type(e).__name__}"
+                raise ExecFail(where, node, detail, kind="embed") from e
             if found is not None:
                 break
         if found is None:
