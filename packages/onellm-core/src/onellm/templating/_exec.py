@@ -1084,7 +1084,10 @@ def _embed_impl(where: Where, node: Node) -> Callable[..., Any]:
 def _now_impl(st: State) -> Any:
     if st.now is None:
         raise CallError("no time provider was given to the render")
-    return st.now()
+    try:
+        return st.now()
+    except Exception as e:
+        raise CallError(str(e) or type(e).__name__) from e
 
 
 def _date_impl(st: State, layout: str, t: Any) -> str:
