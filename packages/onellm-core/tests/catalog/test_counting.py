@@ -163,3 +163,11 @@ def test_context_usage() -> None:
     assert context_usage(usage, model) == Decimal("0.3")
     assert context_usage(None, model) is None
     assert context_usage(usage, SHIPPED.resolve("tts-1")) is None
+
+
+def test_inline_base64_image_is_sniffed() -> None:
+    import base64
+
+    est = TokenEstimator(SHIPPED.resolve("claude-sonnet"))
+    part = AssetPart(content_type="image/png", data=base64.b64encode(_png(750, 750)).decode())
+    assert est.asset(part) == 750  # 750 * 750 / 750

@@ -227,7 +227,7 @@ def _asset_bytes(part: Any) -> bytes | None:
         import binascii
 
         try:
-            return base64.b64decode(data[:1_000_000] if len(data) > 1_000_000 else data, validate=False)
+            return base64.b64decode(data, validate=False)
         except (binascii.Error, ValueError):
             return None
     return None
