@@ -223,10 +223,8 @@ def emit_block(data: Mapping[str, Any], indent: int = 0) -> str:
 _LINE = re.compile(
     r"""(?=[\s\S])([ ]*)(-[ ]|-(?=\n|\Z))?(?:([A-Za-z_][A-Za-z0-9_]*|"(?:[^"\\\n]|\\.)*"):(?:[ ]|(?=\n|\Z)))?([^\n]*)(?:\n|\Z)"""
 )
-_INDICATOR_TEXT = r"""([ ]*)(-[ ])?(?:([A-Za-z_][A-Za-z0-9_]*|"(?:[^"\\\n]|\\.)*"):[ ])?\|-?\n"""
-# Searching from the newline before a line lets the engine skip ahead to newlines quickly.
-_INDICATOR = re.compile("\n" + _INDICATOR_TEXT)
-_INDICATOR_FIRST = re.compile(_INDICATOR_TEXT)
+# A whole literal indicator line, matched at a line start.
+_INDICATOR = re.compile(r"""([ ]*)(-[ ])?(?:([A-Za-z_][A-Za-z0-9_]*|"(?:[^"\\\n]|\\.)*"):[ ])?\|-?\n""")
 _BODY_ENDS: dict[int, re.Pattern[str]] = {}
 
 
@@ -237,17 +235,32 @@ def _body_end(indent: int) -> re.Pattern[str]:
     return found
 
 
+def _next_indicator(text: str, pos: int) -> re.Match[str] | None:
+    """The next literal indicator line at or after `pos` (a line start). Candidates are found by looking for `|`,
+    which is rare outside literal bodies, and checked with the full line pattern."""
+    find = text.find
+    at = find("|", pos)
+    while at >= 0:
+        after = text[at + 1 : at + 3]
+        if after[:1] == "\n" or after == "-\n":
+            start = text.rfind("\n", pos, at) + 1
+            if start == 0:
+                start = pos
+            found = _INDICATOR.match(text, start)
+            if found is not None and found.end() == at + len(after.split("\n")[0]) + 2:
+                return found
+        at = find("|", at + 1)
+    return None
+
+
 def _tokenize(text: str) -> tuple[list[tuple[str, str, str, str]], dict[int, str]]:
     """The logical lines of `text`, and the literal body of each indicator line (by token index)."""
     tokens: list[tuple[str, str, str, str]] = []
     bodies: dict[int, str] = {}
     pos = 0
     end = len(text)
-    find = _INDICATOR.search
     while pos < end:
-        found = _INDICATOR_FIRST.match(text) if pos == 0 else None
-        if found is None:
-            found = find(text, pos - 1 if pos else 0)
+        found = _next_indicator(text, pos)
         if found is None:
             tokens += _LINE.findall(text, pos)
             break
