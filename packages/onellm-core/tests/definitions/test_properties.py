@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from onellm.definitions import CacheOptions, Decider, Definition, LlmOptions, Question, Reference
+from onellm.errors import BadDefinitionError
 from onellm.messages import Message, TextPart
 
 _text = st.text(max_size=30)
@@ -89,3 +90,39 @@ def test_a_decider_built_in_code_loads_back_equal(
     )
     again = Decider.loads(decider.dumps())
     assert again == decider
+
+
+_fuzz_leaf = (
+    st.none()
+    | st.booleans()
+    | st.integers(-200, 200)
+    | st.decimals(-3, 3, places=2)
+    | st.text(max_size=5)
+    | st.sampled_from(["choice", "score", "noul", "{{ .a }}", "{{ .a }}{{ .b }}", "x" * 70, "a0", "t0"])
+)
+_fuzz_keys = st.sampled_from(
+    [
+        *("model", "state", "questions", "llm", "cache", "type", "instructions", "criteria", "forEach", "samples"),
+        *("temperature", "thinking", "serviceTier", "key", "explicit", "effort", "budget", "q1", "a b", True, 1),
+        *("references", "routine", "swarm", "tools", "required", "hooks", "file", "points", "contextStrategy"),
+        *("triggerTokens", "triggerPercent", "keepLast", "missingKey", "invocationMode", "headers", "inputs"),
+        *("initialPrompts", "user", "assistant", "toolCalls", "text", "tool", "result", "partOrder", "when"),
+    ]
+)
+_fuzz_value = st.recursive(
+    _fuzz_leaf, lambda c: st.lists(c, max_size=3) | st.dictionaries(_fuzz_keys, c, max_size=4), max_leaves=20
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(_fuzz_keys, _fuzz_value, max_size=6), st.booleans())
+def test_any_plain_data_is_refused_typed_or_round_trips(data: dict[Any, Any], strict: bool) -> None:
+    for kind in ("decider", "agent"):
+        try:
+            obj: Any = Decider.from_data(data) if kind == "decider" else Definition.from_data(data, strict=strict)
+        except BadDefinitionError:
+            continue
+        out = obj.to_data()
+        text = obj.dumps()
+        again = Decider.loads(text) if kind == "decider" else Definition.loads(text, strict=False)
+        assert again.to_data() == out
