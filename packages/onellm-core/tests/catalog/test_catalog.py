@@ -379,3 +379,19 @@ def test_from_layers_keywords() -> None:
     assert catalog.source_of("anthropic", "aliases.house") == "code"
     assert catalog.source_of("gamma", "modelPatterns") == "user"
     assert catalog.source_of("anthropic", "aliases.claude-sonnet") == "shipped"
+
+
+def test_shipped_names_resolve_unprefixed_except_deliberate_duplicates() -> None:
+    catalog = Catalog.shipped()
+    ambiguous = set()
+    for provider, preset, model in catalog.models():
+        try:
+            resolved = catalog.resolve(model.name)
+        except ModelNotFoundError:
+            ambiguous.add(model.name)
+            continue
+        assert resolved.entry is model
+    for provider in catalog.providers:
+        for alias, target in provider.aliases.items():
+            assert catalog.resolve(alias).name == target
+    assert ambiguous == {"openai/gpt-oss-120b"}  # served by both Groq and Together: name one with a prefix
