@@ -384,7 +384,7 @@ def test_from_layers_keywords() -> None:
 def test_shipped_names_resolve_unprefixed_except_deliberate_duplicates() -> None:
     catalog = Catalog.shipped()
     ambiguous = set()
-    for provider, preset, model in catalog.models():
+    for _provider, _preset, model in catalog.models():
         try:
             resolved = catalog.resolve(model.name)
         except ModelNotFoundError:
