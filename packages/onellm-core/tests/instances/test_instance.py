@@ -81,7 +81,7 @@ def test_every_key_of_the_format_is_an_attribute() -> None:
     assert inst.invocation_mode == "autonomous"
     assert inst.llm_turn_logs is False
     assert inst.missing_key == "error"
-    assert inst.hooks == [{"file": "hooks/audit.js", "points": ["BeforeToolCall"]}]
+    assert inst.hooks == [{"file": "hooks/audit.js", "points": ["beforeToolCall"]}]
     assert inst.context_strategy == {"type": "compact", "keepLast": 6}
     assert inst.requested_model == "claude-sonnet"
     assert inst.max_image_size == 1568
@@ -402,3 +402,17 @@ def test_new_ids_are_valid_and_distinct() -> None:
     ids = {new_instance_id() for _ in range(200)}
     assert len(ids) == 200
     assert all(is_valid_instance_id(i) for i in ids)
+
+
+def test_the_definition_the_run_started_from() -> None:
+    inst = Instance.loads(RICH_INSTANCE)
+    data = inst.definition_data()
+    assert list(data)[:3] == ["name", "description", "model"]
+    assert "state" not in data
+    assert "instanceId" not in data
+    assert data["boundSubscription"] == {"topic": "dockets", "since": 3}
+    definition = inst.definition()
+    assert (definition.name, definition.model, definition.max_iterations) == ("Court clerk", "claude-sonnet-4-5", 40)
+    assert definition.warnings == []
+    assert definition.references is not None
+    assert definition.references[0].routine == "/agent-tools/os/read-file"

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from onellm.errors import BadDefinitionError
 from onellm.instances import _canon, _layout
@@ -50,6 +50,9 @@ from onellm.instances._parts import (
     type_name,
 )
 from onellm.messages import Message, Timestamp
+
+if TYPE_CHECKING:
+    from onellm.definitions import Definition
 
 __all__ = ["HEADER_KEYS", "Instance", "InstanceState", "read_header"]
 
@@ -138,6 +141,8 @@ _SIMPLE: tuple[tuple[str, str, Callable[[Any, str], Any]], ...] = (
     ("forkedFrom", "forked_from", lambda v, p: None if v is None else ForkOrigin.from_data(v, p)),
 )
 _SIMPLE_BY_KEY = {key: (attr, read) for key, attr, read in _SIMPLE}
+# The agent definition's keys (`spec/definitions.md`), as they sit in `_SIMPLE`.
+_DEFINITION_KEYS = tuple(key for key, _, _ in _SIMPLE[2:21])
 _LISTS = ("pendingApprovals", "compactions", "messages")
 HEADER_KEYS: tuple[str, ...] = (*(key for key, _, _ in _SIMPLE), *_LISTS)
 """Every key the format defines, in the order onellm writes them (unknown keys go before `pendingApprovals`)."""
@@ -293,6 +298,29 @@ class Instance:
             if msg.id == message_id:
                 return msg
         return None
+
+    # -- the definition --------------------------------------------------------------------------------------------
+
+    def definition_data(self) -> dict[str, Any]:
+        """The agent definition the run started from, as plain data: the definition's keys plus the instance's
+        unknown top-level keys (a definition keeps keys it does not know, such as `outputSchema`)."""
+        header = self._header_data()
+        out = {key: header[key] for key in _DEFINITION_KEYS if key in header}
+        for key, value in self.extra.items():
+            if value is not None and key not in out:
+                out[key] = plain_copy(value)
+        return out
+
+    def definition(self, *, strict: bool = False) -> Definition:
+        """The agent definition the run started from, as a `Definition` (lenient by default: an entry it cannot use
+        is dropped with a warning instead of failing).
+
+        Raises:
+            BadDefinitionError: a definition key has a value of the wrong shape (or, with `strict`, any refusal).
+        """
+        from onellm.definitions import Definition
+
+        return Definition.from_data(self.definition_data(), strict=strict)
 
     # -- fork and duplicate ----------------------------------------------------------------------------------------
 

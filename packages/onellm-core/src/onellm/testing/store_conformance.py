@@ -72,7 +72,7 @@ llmTurnLogs: false
 missingKey: error
 hooks:
 - file: hooks/audit.js
-  points: [BeforeToolCall]
+  points: [beforeToolCall]
 contextStrategy:
   type: compact
   keepLast: 6
