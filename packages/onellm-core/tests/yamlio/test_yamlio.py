@@ -266,3 +266,17 @@ def test_round_trip_guard_holds_where_libyaml_cannot_parse(tail: str, where: tup
         load_document("x: [2024-01-01T00:00:00Z]\n" + tail, file="f.yaml")
     assert (info.value.line, info.value.column) == where
     assert word in info.value.detail
+
+
+def test_safe_load_all_reads_every_document_with_the_same_guards() -> None:
+    from onellm.yamlio import safe_load_all
+
+    assert safe_load_all("a: 1\n---\nb: 2.5\n---\n") == [{"a": 1}, {"b": Decimal("2.5")}, None]
+    assert safe_load_all("") == []
+    assert safe_load_all("x: &a [1]\n---\ny: &a [2]\nz: *a\n") == [{"x": [1]}, {"y": [2], "z": [2]}]
+    with pytest.raises(BadDefinitionError) as info:
+        safe_load_all("a: 1\n---\nb: *a\n", file="two.yaml")
+    assert (info.value.line, info.value.column) == (3, 4)
+    with pytest.raises(BadDefinitionError) as info:
+        safe_load_all("a: 1\n---\nb: " + "[" * 1000 + "]" * 1000 + "\n", file="two.yaml")
+    assert info.value.line == 3

@@ -3,7 +3,8 @@
 - `load_document(text, file=)` reads a file with its comments and layout; `doc.dumps()` returns the same text byte for
   byte while nothing changed, and writes it again (keeping unknown keys, and comments where ruamel can) once something
   did. `doc.position(path)` gives the 1-based line and column of a node for error messages.
-- `safe_load(text, file=)` reads plain values (str, bool, int, Decimal, None, list, dict) on the C parser.
+- `safe_load(text, file=)` reads plain values (str, bool, int, Decimal, None, list, dict) on the C parser;
+  `safe_load_all` reads every document of a `---` separated stream.
 - `dump_scalar(value)` and `dump_block(data, indent)` write plain values in the canonical layout.
 
 Both loaders refuse hostile input (alias bombs, deep nesting, duplicate keys, unknown tags such as `!!python/object`,
@@ -15,7 +16,7 @@ from __future__ import annotations
 from onellm.yamlio._document import PathLike, YamlDocument, load_document, parse_path, to_plain
 from onellm.yamlio._emit import decimal_text, dump_block, dump_document, dump_scalar
 from onellm.yamlio._guard import MAX_ALIAS_WEIGHT, MAX_DEPTH, MAX_NUMBER_CHARS
-from onellm.yamlio._load import decode_text, position_of_offset, safe_load
+from onellm.yamlio._load import decode_text, position_of_offset, safe_load, safe_load_all
 
 __all__ = [
     "MAX_ALIAS_WEIGHT",
@@ -32,5 +33,6 @@ __all__ = [
     "parse_path",
     "position_of_offset",
     "safe_load",
+    "safe_load_all",
     "to_plain",
 ]

@@ -211,23 +211,23 @@ class _Frame:
         self.merged: list[dict[Any, Any]] | None = None
 
 
-def walk_events(events: Iterable[Any], *, file: str | None, build: bool) -> Any:
+def walk_events(events: Iterable[Any], *, file: str | None, build: bool, multi: bool = False) -> Any:
     """Consume a parser's events, enforce the limits, and (when `build`) return the document as plain values.
 
     Parser errors from ruamel.yaml propagate unchanged; `convert_error` turns them into `BadDefinitionError`.
     """
-    send = event_guard(file=file, build=build)
+    send = event_guard(file=file, build=build, multi=multi)
     for event in events:
         send(event)
     return send(None)
 
 
-def event_guard(*, file: str | None, build: bool) -> Callable[[Any], Any]:
+def event_guard(*, file: str | None, build: bool, multi: bool = False) -> Callable[[Any], Any]:
     """A push-style guard: call it with each event as the parser makes it, then with None for the document.
 
     Each call raises `BadDefinitionError` as soon as an event breaks a limit, before anything is built from it.
     """
-    guard = _guard(file, build)
+    guard = _guard(file, build, multi)
     next(guard)
 
     def send(event: Any) -> Any:
@@ -239,12 +239,13 @@ def event_guard(*, file: str | None, build: bool) -> Callable[[Any], Any]:
     return send
 
 
-def _guard(file: str | None, build: bool) -> Generator[None, Any, Any]:
+def _guard(file: str | None, build: bool, multi: bool) -> Generator[None, Any, Any]:
     stack: list[_Frame] = []
     anchors: dict[str, tuple[Any, int, bool]] = {}
     open_anchors: set[str] = set()
     alias_weight = 0
     documents = 0
+    roots: list[Any] = []
     root: Any = None
 
     def attach(value: Any, weight: int, mark: Any, is_scalar: bool) -> None:
@@ -292,7 +293,7 @@ def _guard(file: str | None, build: bool) -> Generator[None, Any, Any]:
     while True:
         event = yield
         if event is None:
-            return root
+            return roots if multi else root
         name = type(event).__name__
         if name == "ScalarEvent":
             raw: str = event.value
@@ -342,7 +343,13 @@ def _guard(file: str | None, build: bool) -> Generator[None, Any, Any]:
             if alias_weight > MAX_ALIAS_WEIGHT:
                 raise error_at("aliases expand to more data than allowed (an alias bomb?)", file, event.start_mark)
             attach(target[0], target[1], event.start_mark, target[2])
+        elif name == "DocumentEndEvent":
+            if multi:
+                roots.append(root)
         elif name == "DocumentStartEvent":
             documents += 1
-            if documents > 1:
+            if multi:
+                anchors.clear()
+                root = None
+            elif documents > 1:
                 raise error_at("a file holds one YAML document; found a second", file, event.start_mark)

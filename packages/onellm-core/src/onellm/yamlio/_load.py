@@ -8,7 +8,7 @@ from typing import Any
 from onellm.errors import BadDefinitionError
 from onellm.yamlio._guard import walk_events
 
-__all__ = ["c_events", "convert_error", "decode_text", "position_of_offset", "python_events", "safe_load"]
+__all__ = ["c_events", "convert_error", "decode_text", "position_of_offset", "python_events", "safe_load", "safe_load_all"]
 
 
 def position_of_offset(text: str, offset: int) -> tuple[int, int]:
@@ -93,17 +93,29 @@ def python_events(text: str) -> Iterator[Any]:
     return iter(yaml.parse(text))
 
 
+def safe_load_all(text: str | bytes, *, file: str | None = None) -> list[Any]:
+    """Every document of a multi-document YAML stream (`---` separated), as plain values, with `safe_load`'s checks.
+
+    Anchors do not reach across documents; the alias budget covers the whole stream.
+    """
+    return list(_load(text, file, multi=True))
+
+
 def safe_load(text: str | bytes, *, file: str | None = None) -> Any:
     """Parse YAML into plain values (str, bool, int, Decimal, None, list, dict), on the C parser when present.
 
     Nesting depth, alias expansion, tags, duplicate keys and number sizes are checked (see `onellm.yamlio._guard`);
     every failure is a `BadDefinitionError` with the file and the 1-based line and column.
     """
+    return _load(text, file, multi=False)
+
+
+def _load(text: str | bytes, file: str | None, *, multi: bool) -> Any:
     text = decode_text(text, file=file)
     events = c_events(text)
     try:
         if events is not None:
-            return walk_events(events, file=file, build=True)
+            return walk_events(events, file=file, build=True, multi=multi)
     except BadDefinitionError:
         raise
     except Exception as exc:
@@ -114,7 +126,7 @@ def safe_load(text: str | bytes, *, file: str | None = None) -> Any:
         # libyaml is stricter than ruamel.yaml's own parser in a few corners (a `:` inside a flow collection, for
         # one). The round-trip loader uses ruamel's parser, so its verdict is the one that counts.
     try:
-        return walk_events(python_events(text), file=file, build=True)
+        return walk_events(python_events(text), file=file, build=True, multi=multi)
     except BadDefinitionError:
         raise
     except Exception as exc:
