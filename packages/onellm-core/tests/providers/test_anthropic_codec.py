@@ -341,3 +341,13 @@ def test_web_search_requests_are_counted() -> None:
     assert usage is not None
     assert usage.counters == {"toolCalls.web_search": 1}
     assert Decimal(usage.input_tokens) == Decimal(6039)
+
+
+def test_another_providers_url_citations_are_not_sent_as_anthropic_citations() -> None:
+    from onellm.messages import Annotation
+
+    cited = TextPart(
+        "Rain today.", [Annotation(type="url_citation", url="https://x.example", start_index=0, end_index=4)]
+    )
+    body = next_turn_body(Message(assistant=[cited]))
+    assert body["messages"][1] == {"role": "assistant", "content": "Rain today."}

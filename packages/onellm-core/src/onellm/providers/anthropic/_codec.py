@@ -71,6 +71,7 @@ from onellm.providers._request import ChatRequest, ChatResponse
 from onellm.providers._stream import response_from
 
 __all__ = [
+    "CITATION_TYPES",
     "DEFAULT_API_VERSION",
     "PROVIDER",
     "SAMPLING_CUTOFF_VERSION",
@@ -96,6 +97,18 @@ DEFAULT_SERVER_TOOL_VERSIONS = {
 """The tool type sent for a hosted tool named without a version (a versioned type such as `web_search_20260318` is
 sent as given)."""
 
+CITATION_TYPES = frozenset(
+    {
+        "char_location",
+        "page_location",
+        "content_block_location",
+        "web_search_result_location",
+        "search_result_location",
+    }
+)
+"""Anthropic's citation types: annotations of these types are sent back with their text; others (another
+provider's URL citations) are not."""
+
 _STOP_REASONS = {
     "end_turn": "stop",
     "stop_sequence": "stop",
@@ -107,7 +120,16 @@ _STOP_REASONS = {
 }
 _SERVER_CALLS = frozenset({"server_tool_use", "mcp_tool_use"})
 _REASONING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
-_COUNT_TOKENS_FIELDS = ("model", "messages", "system", "tools", "tool_choice", "thinking", "output_config")
+_COUNT_TOKENS_FIELDS = (
+    "model",
+    "messages",
+    "system",
+    "tools",
+    "tool_choice",
+    "thinking",
+    "output_config",
+    "cache_control",
+)
 _CACHEABLE_SKIP = frozenset({"thinking", "redacted_thinking"})
 _CONTEXT_MARKERS = ("exceed context limit", "prompt is too long", "context window")
 
@@ -419,7 +441,7 @@ def _assistant_blocks(message: Message) -> tuple[list[dict[str, Any]], list[dict
         elif isinstance(entry, TextPart):
             if entry.text:
                 block: dict[str, Any] = {"type": "text", "text": entry.text}
-                if entry.annotations and all(a.type for a in entry.annotations):
+                if entry.annotations and all(a.type in CITATION_TYPES for a in entry.annotations):
                     block["citations"] = [_citation(a) for a in entry.annotations]
                 blocks.append(block)
         elif isinstance(entry, RefusalPart):
