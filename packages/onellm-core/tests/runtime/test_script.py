@@ -162,3 +162,33 @@ def test_the_tour_prints_the_getting_started_figures(capsys: pytest.CaptureFixtu
     ]:
         assert line in out.splitlines()
     assert out.count(".yaml") == 5
+
+
+async def test_an_agent_definition_runs_as_a_script(tmp_path: Path) -> None:
+    runtime, provider = _setup()
+    agent = tmp_path / "clerk"
+    agent.mkdir()
+    _write(
+        agent,
+        "agent.yaml",
+        """\
+name: clerk
+model: gpt-6-luna
+systemPrompt: You look up dockets.
+inputs:
+  caseNo: ""
+initialPrompts:
+  - user:
+      - text: "Find docket {{ .inputs.caseNo }}."
+references:
+  - routine: tools/docket.tool.yaml
+    tools: [get_docket]
+""",
+    )
+    provider.enqueue(ScriptStep.text_with_usage("Docket 24-1234 is open.", 300, 20))
+    result = await runtime.run_script(agent, {"caseNo": "24-1234"})
+    assert result.text == "Docket 24-1234 is open."
+    assert provider.requests[0].messages[0].user_text == "Find docket 24-1234."
+    assert provider.requests[0].tools == []
+    assert any("tool references are ignored" in w.message for w in result.warnings)
+    assert result.instance.name == "clerk"

@@ -331,3 +331,29 @@ def test_set_default_runtime() -> None:
     finally:
         onellm.set_default_runtime(None)
     assert onellm.current_runtime() is not rt
+
+
+async def test_pydantic_output(setup: Setup) -> None:
+    pydantic = pytest.importorskip("pydantic")
+
+    class Person(pydantic.BaseModel):  # type: ignore[name-defined,misc]
+        name: str
+        age: int
+
+    setup.openai.enqueue(ScriptStep.text('{"name": "Ada", "age": 36}'), ScriptStep.text('{"name": "Ada"}'))
+    person = await setup.runtime.ask("gpt-6-luna", "who?", output=Person)
+    assert (person.name, person.age) == ("Ada", 36)
+    fmt = setup.openai.requests[0].response_format
+    assert fmt is not None
+    assert fmt.schema is not None
+    assert fmt.schema["properties"]["age"]["type"] == "integer"
+    with pytest.raises(MalformedResponseError, match="age"):
+        await setup.runtime.ask("gpt-6-luna", "who?", output=Person)
+
+
+def test_chat_sync_twins(setup: Setup) -> None:
+    setup.anthropic.enqueue_text("2", "3")
+    with setup.runtime.chat("claude-sonnet") as chat:
+        assert chat.ask_sync("Name a prime.") == "2"
+        assert chat.send_sync("And the next?").text == "3"
+    assert len(chat.instance.messages) == 2

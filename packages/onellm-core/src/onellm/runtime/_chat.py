@@ -112,6 +112,24 @@ class ChatSession:
             call.instance.messages.pop()
             call.instance.state = "waiting" if call.instance.messages else call.instance.state
 
+    def ask_sync(self, *content: Content, output: type[T] | None = None, **options: Any) -> Any:
+        """Blocking form of `ask`, for scripts and notebooks. Not for use inside async code."""
+        from onellm.runtime._sync import drive
+
+        return drive(self.ask(*content, output=output, **options), "chat(...).ask")
+
+    def send_sync(self, *content: Content, output: type[T] | None = None, **options: Any) -> AskResult[Any]:
+        """Blocking form of `send`. Not for use inside async code."""
+        from onellm.runtime._sync import drive
+
+        return drive(self.send(*content, output=output, **options), "chat(...).send")
+
+    def __enter__(self) -> ChatSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
     async def __aenter__(self) -> ChatSession:
         return self
 
