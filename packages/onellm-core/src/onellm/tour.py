@@ -158,12 +158,16 @@ def main(argv: list[str] | None = None) -> int:
         "--instances", type=Path, help="keep the instances in this directory (default: a temporary one)"
     )
     args = parser.parse_args(argv)
-    if args.instances is not None:
-        args.instances.mkdir(parents=True, exist_ok=True)
-        anyio.run(Tour(args.instances, live=args.live).run)
-        return 0
-    with tempfile.TemporaryDirectory(prefix="onellm-tour-") as folder:
-        anyio.run(Tour(Path(folder), live=args.live).run)
+    try:
+        if args.instances is not None:
+            args.instances.mkdir(parents=True, exist_ok=True)
+            anyio.run(Tour(args.instances, live=args.live).run)
+            return 0
+        with tempfile.TemporaryDirectory(prefix="onellm-tour-") as folder:
+            anyio.run(Tour(Path(folder), live=args.live).run)
+    except onellm.AuthError as error:
+        print(f"\n{type(error).__name__}: {error}", file=sys.stderr)
+        return 3
     return 0
 
 

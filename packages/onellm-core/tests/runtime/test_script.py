@@ -192,3 +192,13 @@ references:
     assert provider.requests[0].tools == []
     assert any("tool references are ignored" in w.message for w in result.warnings)
     assert result.instance.name == "clerk"
+
+
+def test_the_live_tour_without_a_key_names_the_variable(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from onellm.tour import main
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    assert main(["--live"]) == 3
+    assert "Set the environment variable ANTHROPIC_API_KEY." in capsys.readouterr().err
