@@ -351,3 +351,29 @@ def test_another_providers_url_citations_are_not_sent_as_anthropic_citations() -
     )
     body = next_turn_body(Message(assistant=[cited]))
     assert body["messages"][1] == {"role": "assistant", "content": "Rain today."}
+
+
+def test_a_streamed_block_of_an_unknown_kind_is_kept_whole_whatever_deltas_it_gets() -> None:
+    from onellm.messages._events import MessageAccumulator
+    from onellm.providers.anthropic._codec import MessagesStreamDecoder
+
+    start = {"type": "future_block", "value": 1}
+    events = [
+        {"type": "message_start", "message": {"id": "m", "type": "message", "model": "x", "content": [], "usage": {}}},
+        {"type": "content_block_start", "index": 0, "content_block": start},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "ignored"}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "ok"}},
+        {"type": "content_block_stop", "index": 1},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}},
+        {"type": "message_stop"},
+    ]
+    decoder = MessagesStreamDecoder()
+    accumulator = MessageAccumulator()
+    for event in events:
+        for item in decoder.feed(msgspec.json.encode(event)):
+            accumulator.add(item)
+    message = accumulator.message()
+    assert message.assistant == [ProviderPart(type="future_block", raw=start), TextPart("ok")]
+    assert decoder.finished

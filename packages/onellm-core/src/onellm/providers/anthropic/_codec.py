@@ -131,6 +131,7 @@ _COUNT_TOKENS_FIELDS = (
     "cache_control",
 )
 _CACHEABLE_SKIP = frozenset({"thinking", "redacted_thinking"})
+_DELTA_KINDS = frozenset({"text", "tool_use", "thinking", "server_tool_use", "mcp_tool_use"})
 _CONTEXT_MARKERS = ("exceed context limit", "prompt is too long", "context window")
 
 
@@ -884,8 +885,10 @@ class MessagesStreamDecoder:
         if opened is None:
             raise MalformedResponseError(f"a delta for content block {index}, which was not started", provider=PROVIDER)
         kind = delta.type
+        if opened.kind not in _DELTA_KINDS:
+            return []  # a block this codec does not know arrives whole in its start event and is kept as it came
         if kind == "text_delta":
-            return [TextDelta(index, delta.text or "")] if delta.text else []
+            return [TextDelta(index, delta.text)] if delta.text and opened.kind == "text" else []
         if kind == "input_json_delta":
             if opened.kind == "tool_use":
                 return [ToolCallArgumentsDelta(index, delta.partial_json)] if delta.partial_json else []
@@ -900,7 +903,7 @@ class MessagesStreamDecoder:
         if kind == "signature_delta":
             opened.signature = (opened.signature or "") + (delta.signature or "")
             return []
-        if kind == "citations_delta" and delta.citation is not None:
+        if kind == "citations_delta" and delta.citation is not None and opened.kind == "text":
             return [AnnotationEvent(index, _annotation(delta.citation))]
         return []
 
