@@ -45,7 +45,7 @@ class Tour:
     def __init__(self, directory: Path, *, live: bool) -> None:
         self.directory = directory
         self.live = live
-        self.store = FileInstanceStore(directory / "instances")
+        self.store = FileInstanceStore(directory / "instances", durable=False)
         self.runtime = onellm.Runtime(store=self.store)
         self.anthropic = ScriptedProvider("anthropic")
         self.openai = ScriptedProvider("openai")
