@@ -253,3 +253,11 @@ def test_batch_fixture() -> None:
     assert actual == case["expected"]
     assert results[0].message.text == "Hello again! It's nice to see you."
     assert results[1].provider_finish_reason == "errored"
+
+
+@pytest.mark.parametrize("path", [p for p in ALL if load(p).get("operation") == "stream_cut"], ids=case_id)
+def test_stream_cut_fixture(path: Path) -> None:
+    case = load(path)
+    with pytest.raises(onellm.errors.OnellmError) as caught:
+        run_stream(case, case["stream"].encode())
+    assert {"error": type(caught.value).__name__} == case["expectedError"]
