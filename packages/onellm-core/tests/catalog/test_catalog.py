@@ -395,3 +395,14 @@ def test_shipped_names_resolve_unprefixed_except_deliberate_duplicates() -> None
         for alias, target in provider.aliases.items():
             assert catalog.resolve(alias).name == target
     assert ambiguous == {"openai/gpt-oss-120b"}  # served by both Groq and Together: name one with a prefix
+
+
+def test_a_scalar_over_a_mapping_hides_what_was_below() -> None:
+    catalog = Catalog.from_layers(
+        CatalogLayer.from_data({"name": "p", "properties": {"a": {"b": 1}}}, name="user"),
+        {"name": "p", "properties": {"a": 0}},
+    )
+    assert catalog.value_of("p", "properties.a") == 0
+    assert catalog.source_of("p", "properties.a") == "code"
+    assert catalog.value_of("p", "properties.a.b") is None
+    assert catalog.source_of("p", "properties.a.b") is None

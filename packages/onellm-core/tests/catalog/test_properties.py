@@ -84,3 +84,67 @@ def test_every_listed_model_resolves_by_its_names() -> None:
         scope = preset.name if preset else provider.name
         assert SHIPPED.resolve(f"{scope}:{model.name}").entry is model
         assert SHIPPED.resolve(f"{scope}:{model.name.upper()}").entry is model
+
+
+# -- the merge rules, on random layers ------------------------------------------------------------------------------------
+
+keys = st.sampled_from(["a", "b", "c", "d"])
+scalars = st.one_of(st.integers(min_value=0, max_value=9), st.sampled_from(["x", "y"]), st.booleans())
+props = st.recursive(
+    st.dictionaries(keys, scalars, max_size=3),
+    lambda inner: st.dictionaries(keys, st.one_of(scalars, inner, st.lists(scalars, max_size=2)), max_size=3),
+    max_leaves=8,
+)
+model_names = st.sampled_from(["m1", "m2", "M1", "m3"])
+models = st.lists(
+    st.fixed_dictionaries({"name": model_names}, optional={"contextWindow": st.integers(0, 9), "properties": props}),
+    max_size=3,
+    unique_by=lambda m: m["name"].lower(),
+)
+providers = st.fixed_dictionaries(
+    {"name": st.just("p")},
+    optional={"properties": props, "models": models, "modelPatterns": st.lists(st.sampled_from(["p-*", "q?"]))},
+)
+
+
+def _leaves(value: object, path: str) -> list[tuple[str, object]]:
+    """The values a layer sets: an empty mapping sets nothing (mappings merge key by key)."""
+    if isinstance(value, dict):
+        out: list[tuple[str, object]] = []
+        for key, item in value.items():
+            out.extend(_leaves(item, f"{path}.{key}"))
+        return out
+    return [(path, value)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(lower=providers, higher=providers)
+def test_merge_rules_hold_for_random_layers(lower: dict[str, object], higher: dict[str, object]) -> None:
+    from onellm.catalog import CatalogLayer
+
+    catalog = Catalog.from_layers(CatalogLayer.from_data(lower, name="user"), CatalogLayer.from_data(higher))
+    # every value the higher layer sets is the effective value, and is traced to it
+    for key in ("properties", "modelPatterns"):
+        if key in higher:
+            for path, value in _leaves(higher[key], key):
+                assert catalog.value_of("p", path) == value
+                assert catalog.source_of("p", path) == "code"
+    # a value only the lower layer sets survives, traced to it
+    if "properties" in lower:
+        for path, value in _leaves(lower["properties"], "properties"):
+            if catalog.source_of("p", path) == "user":
+                assert catalog.value_of("p", path) == value
+    # models merge by name (ignoring case): one per name, lower order first, fields of both
+    merged = catalog.value_of("p", "models") or []
+    names = [m["name"].lower() for m in merged]
+    assert len(names) == len(set(names))
+    lower_names = [m["name"].lower() for m in lower.get("models", [])]  # type: ignore[attr-defined]
+    assert names[: len(lower_names)] == lower_names
+    for model in higher.get("models", []):  # type: ignore[attr-defined]
+        for field, value in model.items():
+            if field == "name" or isinstance(value, dict):
+                continue
+            assert catalog.value_of("p", f"models[{model['name']}].{field}") == value
+    # a list other than models is replaced whole
+    if "modelPatterns" in higher:
+        assert catalog.provider("p").model_patterns == tuple(higher["modelPatterns"])  # type: ignore[arg-type]

@@ -10,7 +10,7 @@ from decimal import Decimal
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, cast
 
-from onellm.catalog._merge import lookup, merge_values, parse_value_path
+from onellm.catalog._merge import BLOCKED, FOUND, lookup, merge_values, parse_value_path, probe
 from onellm.catalog._schema import SchemaError, check_provider
 from onellm.catalog.entries import ModelEntry, PresetEntry, ProviderEntry
 from onellm.errors import BadDefinitionError, ModelNotFoundError
@@ -508,9 +508,11 @@ class Catalog:
             for file, data in sources if introduced else reversed(sources):
                 if data["name"].lower() != key:
                     continue
-                found, _ = lookup(data, steps)
-                if found:
+                status, _ = probe(data, steps)
+                if status == FOUND:
                     return ValueOrigin(layer.name, file)
+                if status == BLOCKED and not introduced:
+                    return None  # a higher layer replaced what lay on the path: the value is gone
         return None
 
     def value_of(self, provider: str, path: str) -> Any:

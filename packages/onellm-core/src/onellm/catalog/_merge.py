@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["lookup", "merge_models", "merge_values", "parse_value_path"]
+__all__ = ["ABSENT", "BLOCKED", "FOUND", "lookup", "merge_models", "merge_values", "parse_value_path", "probe"]
 
 
 def merge_models(lower: Sequence[Any], higher: Sequence[Any]) -> list[Any]:
@@ -79,22 +79,32 @@ def parse_value_path(path: str) -> list[tuple[str, str | None]]:
 _MISSING = object()
 
 
-def lookup(data: Mapping[str, Any], steps: Sequence[tuple[str, str | None]]) -> tuple[bool, Any]:
-    """Follow `steps` in one layer's provider mapping. Returns (found, value).
+FOUND = "found"
+ABSENT = "absent"
+BLOCKED = "blocked"
 
-    A list that the merge replaces whole counts as found as soon as the layer has the list: whichever element the path
-    names, the layer that set the list set it.
+
+def probe(data: Mapping[str, Any], steps: Sequence[tuple[str, str | None]]) -> tuple[str, Any]:
+    """Follow `steps` in one layer's provider mapping. Returns (status, value):
+
+    - `found`: the layer sets the value (a list that the merge replaces whole counts as found as soon as the layer has
+      the list: whichever element the path names, the layer that set the list set it);
+    - `absent`: the layer says nothing about it;
+    - `blocked`: the layer sets something on the way to it that is not a mapping (a scalar, or `null`), which
+      replaces whatever lower layers had there, so the path does not exist below this layer.
     """
     node: Any = data
     for key, selector in steps:
-        if not isinstance(node, Mapping) or key not in node:
-            return False, None
+        if not isinstance(node, Mapping):
+            return BLOCKED, None
+        if key not in node:
+            return ABSENT, None
         node = node[key]
         if selector is None:
             continue
         if isinstance(node, Mapping):
             if selector not in node:
-                return False, None
+                return ABSENT, None
             node = node[selector]
         elif isinstance(node, list):
             if key == "models":
@@ -105,10 +115,16 @@ def lookup(data: Mapping[str, Any], steps: Sequence[tuple[str, str | None]]) -> 
                         found = model
                         break
                 if found is _MISSING:
-                    return False, None
+                    return ABSENT, None
                 node = found
             else:
-                return True, node
+                return FOUND, node
         else:
-            return False, None
-    return True, node
+            return BLOCKED, None
+    return FOUND, node
+
+
+def lookup(data: Mapping[str, Any], steps: Sequence[tuple[str, str | None]]) -> tuple[bool, Any]:
+    """Follow `steps` in a (merged) provider mapping. Returns (found, value)."""
+    status, value = probe(data, steps)
+    return status == FOUND, value
