@@ -194,6 +194,30 @@ def test_settings_come_from_the_catalog_unless_given() -> None:
         GeminiProvider(api_key="k", schema_form="openapi")
 
 
+def test_a_catalog_entry_chooses_the_schema_form_and_thinking_style() -> None:
+    catalog = Catalog.shipped().with_overrides(
+        {
+            "name": "gemini",
+            "models": [
+                {
+                    "name": "gemini-budget-x",
+                    "kind": "chat",
+                    "thinking": {"budget": True, "minBudget": 0},
+                    "properties": {"schemaForm": "responseSchema"},
+                },
+                {"name": "gemini-levels-x", "kind": "chat", "thinking": {"efforts": ["low", "high"]}},
+            ],
+        }
+    )
+    gemini = GeminiProvider(api_key="k", catalog=catalog)
+    assert gemini._settings("gemini-budget-x") == ("responseSchema", "budget")
+    assert gemini._settings("gemini-levels-x") == ("responseJsonSchema", "levels")
+    request = ChatRequest(model="gemini-levels-x", messages=[], reasoning=ReasoningOptions(effort="high"))
+    assert gemini._body(request)["generationConfig"] == {"thinkingConfig": {"thinkingLevel": "HIGH"}}
+    request = ChatRequest(model="gemini-budget-x", messages=[], reasoning=ReasoningOptions(effort="disabled"))
+    assert gemini._body(request)["generationConfig"] == {"thinkingConfig": {"thinkingBudget": 0}}
+
+
 @pytest.mark.parametrize(
     ("style", "options", "expected", "warned"),
     [

@@ -193,7 +193,7 @@ class GeminiProvider:
             except Exception:  # a model the catalog does not list: the defaults apply
                 resolved = None
             if resolved is not None:
-                schema_form = schema_form or resolved.entry.properties.get("schemaForm")
+                schema_form = schema_form or resolved.properties.get("schemaForm")
                 if thinking is None:
                     settings = resolved.entry.thinking
                     if settings is not None and not isinstance(settings, bool):
