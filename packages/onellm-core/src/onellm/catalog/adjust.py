@@ -184,7 +184,7 @@ class RequestAdjuster:
             if count and supports(flag) is False:
                 raise self._refuse(flag, f"the model cannot read {what}")
         thinking = entry.thinking
-        if settings.reasoning_effort is not None and supports("reasoningEffort") is False:
+        if settings.reasoning_effort is not None and thinking is not False and supports("reasoningEffort") is False:
             raise self._refuse("reasoning_effort", "the model takes no reasoning effort")
         if (
             settings.reasoning_effort is not None
