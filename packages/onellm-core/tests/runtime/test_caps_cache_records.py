@@ -231,3 +231,18 @@ async def test_sync_twin_refuses_in_a_worker_thread() -> None:
 
     with pytest.raises(RuntimeError, match="worker thread"):
         await anyio.to_thread.run_sync(call)
+
+
+async def test_a_refused_streamed_chat_turn_leaves_the_conversation() -> None:
+    runtime, provider = _runtime(max_cost_per_call="0.001")
+    provider.enqueue(ScriptStep.text_with_usage("2", 10, 1))
+    chat = runtime.chat("gpt-6-luna")
+    assert await chat.ask("Name a prime.", max_output_tokens=100) == "2"
+    answer = chat.stream("And the next?")  # worst case with the model's full output allowance: refused
+    with pytest.raises(BudgetExceededError):
+        await answer.result()
+    with pytest.raises(BudgetExceededError):
+        await answer.result()
+    assert len(chat.instance.messages) == 1
+    assert chat.instance.state == "waiting"
+    assert len(provider.requests) == 1

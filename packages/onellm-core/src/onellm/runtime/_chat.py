@@ -90,7 +90,7 @@ class ChatSession:
             try:
                 return await call.whole()
             except BaseException:
-                self._drop_if_unsent(call)
+                call.drop_unsent()
                 raise
 
     async def ask(self, *content: Content, output: type[T] | None = None, **options: Any) -> Any:
@@ -105,12 +105,6 @@ class ChatSession:
     def stream(self, *content: Content, output: type[T] | None = None, **options: Any) -> StreamingAnswer[Any]:
         """One streamed turn. Read it to its end (or close it) before the next turn."""
         return StreamingAnswer(lambda: self._call(content, output, options))
-
-    def _drop_if_unsent(self, call: ModelCall) -> None:
-        # A call refused before sending (a cap) leaves the conversation as it was.
-        if call.span is None and call.instance.messages and call.instance.messages[-1] is call.turn:
-            call.instance.messages.pop()
-            call.instance.state = "waiting" if call.instance.messages else call.instance.state
 
     def ask_sync(self, *content: Content, output: type[T] | None = None, **options: Any) -> Any:
         """Blocking form of `ask`, for scripts and notebooks. Not for use inside async code."""

@@ -661,6 +661,13 @@ class ModelCall:
             cached=cached,
         )
 
+    def drop_unsent(self) -> None:
+        """A call refused before sending (a spend cap) leaves a conversation it belongs to as it was."""
+        messages = self.instance.messages
+        if not self.owns_instance and self.span is None and messages and messages[-1] is self.turn:
+            messages.pop()
+            self.instance.state = "waiting" if self.final_state == "waiting" else self.instance.state
+
     @property
     def provider_name(self) -> str:
         return str(getattr(self.provider, "name", self.model.provider))
@@ -796,8 +803,15 @@ class StreamingAnswer(AsyncIterator[StreamEvent], Generic[T]):
                 raise self._error
             raise StopAsyncIteration
         if self._call is None:
-            call = self._call = self._start()
-            opened = await call.open_stream()
+            try:
+                call = self._call = self._start()
+                opened = await call.open_stream()
+            except BaseException as error:
+                self._done = True
+                self._error = error
+                if self._call is not None:
+                    self._call.drop_unsent()
+                raise
             if isinstance(opened, ChatResponse):  # a cached answer: no events, the result at once
                 self._done = True
                 self._result = await call._finish(opened, cached=True)

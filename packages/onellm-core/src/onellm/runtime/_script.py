@@ -193,6 +193,7 @@ async def run_script(
         cast(list[Any], scope["turns"]).append(entry)
         if schema is not None and index == last_user:
             output = entry.get("json")
+    runtime._forget_instance(instance)
     if instance.state != "stopped":
         instance.state = "stopped"
         await runtime.save(instance)
