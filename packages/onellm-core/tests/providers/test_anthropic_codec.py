@@ -171,6 +171,7 @@ def test_a_strict_tool_that_cannot_be_strict_is_sent_without_strict_and_reported
     body = encode_messages_request(request, max_tokens=10)
     assert body["tools"] == [{"name": "tag", "input_schema": schema}]
     assert "strict mode" in request.warnings[0].message
+    assert "additionalProperties" in request.warnings[0].message
 
 
 def test_structured_output_uses_output_config_and_free_json_is_refused() -> None:

@@ -64,7 +64,7 @@ from onellm.messages._events import (
     ToolCallStart,
     UsageEvent,
 )
-from onellm.providers._content import asset_base64, asset_media_type, json_text, result_text
+from onellm.providers._content import asset_base64, asset_media_type, json_text, result_text, strict_schema
 from onellm.providers._errors import error_from_status
 from onellm.providers._http import ErrorDetail
 from onellm.providers._request import ChatRequest, ChatResponse
@@ -240,17 +240,7 @@ def _tools(request: ChatRequest) -> list[dict[str, Any]]:
         if tool.strict:
             from onellm.tools._provider_schemas import for_anthropic
 
-            converted = for_anthropic(schema)
-            if converted.strict:
-                schema, strict = converted.schema, True
-            else:
-                request.warnings.append(
-                    CallWarning(
-                        kind="parameter_stripped",
-                        message=f"tool {tool.name!r} is sent without strict mode: {converted.reason}",
-                        detail={"parameter": f"tools.{tool.name}.strict"},
-                    )
-                )
+            schema, strict = strict_schema(schema, for_anthropic, what=f"tool {tool.name!r}", warnings=request.warnings)
         item["input_schema"] = dict(schema)
         if strict:
             item["strict"] = True
@@ -324,6 +314,13 @@ def _response_format(request: ChatRequest, output_config: dict[str, Any]) -> Non
             f"the output schema does not fit Anthropic's structured output: {converted.reason}",
             parameter="response_format",
             model=request.model,
+        )
+    if converted.removed:
+        request.warnings.append(
+            CallWarning(
+                kind="parameter_stripped",
+                message=f"the answer's schema: structured output takes no {', '.join(converted.removed)}; removed",
+            )
         )
     output_config["format"] = {"type": "json_schema", "schema": converted.schema}
 
