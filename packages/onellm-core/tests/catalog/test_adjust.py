@@ -216,3 +216,12 @@ def test_adjust_request_rewrites_a_chat_request() -> None:
     assert clamped.reasoning == ReasoningOptions(effort="low", budget_tokens=1024)
     untouched = ChatRequest(model="p:unknown", messages=[], temperature=0.1)
     assert RequestAdjuster(CATALOG.resolve("p:unknown")).adjust_request(untouched) is untouched
+
+
+def test_shipped_openai_strips_a_thinking_budget() -> None:
+    model = Catalog.shipped().resolve("gpt-6-luna")
+    result = RequestAdjuster(model).adjust(RequestSettings(thinking_budget=4000, reasoning_effort="low"))
+    assert result.settings.thinking_budget is None
+    assert result.settings.reasoning_effort == "low"
+    with pytest.raises(UnsupportedParameterError):
+        RequestAdjuster(model).adjust(RequestSettings(reasoning_effort="minimal"))
