@@ -98,7 +98,7 @@ def usage_from(wire: dict[str, Any], *, model: str | None) -> Usage:
     tier = wire.get("serviceTier")
     return Usage(
         model=model,
-        service_tier=tier.lower() if isinstance(tier, str) else None,
+        service_tier=tier.lower().removeprefix("service_tier_") if isinstance(tier, str) else None,
         input_tokens=max(0, prompt - cached + tool_prompt),
         output_tokens=candidates + thoughts,
         cache_read_input_tokens=cached,
