@@ -39,11 +39,17 @@ _RESERVED = frozenset({"true", "false", "null", "yes", "no", "on", "off", "y", "
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _INT = re.compile(r"-?(?:0|[1-9][0-9]{0,17})")
 _DEC = re.compile(r"-?(?:0|[1-9][0-9]{0,40})\.[0-9]{1,40}")
-# Characters a literal block cannot carry as they are (line breaks other than LF, controls, BOM, surrogates).
-_NOT_LITERAL = re.compile(r"[^\t\n\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]|[\u2028\u2029]")
+# Bytes of the ASCII characters a file may hold as they are; every byte of a multi-byte character is let through here
+# and the few non-ASCII characters that are not allowed are found by `_UNSAFE_WIDE`.
+_ALLOWED_BYTES = bytes([9, 10, *range(0x20, 0x7F), *range(0x80, 0x100)])
+# C1 controls, line and paragraph separators, the byte order mark, U+FFFE and U+FFFF, in UTF-8.
+_UNSAFE_WIDE = re.compile(rb"\xc2[\x80-\x9f]|\xe2\x80[\xa8\xa9]|\xef\xbb\xbf|\xef\xbf[\xbe\xbf]")
 # Characters JSON leaves raw that YAML wants escaped in a double-quoted scalar.
 _DQ_EXTRA = re.compile(r"[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]")
 _LINE_START = re.compile(r"\n(?=[^\n])")
+_CACHE_LIMIT = 20_000
+# Plain keys already checked (by the writer or the reader).
+_good_keys: set[str] = set()
 
 _dq_encode = msgspec.json.Encoder().encode
 _str_decode = msgspec.json.Decoder(str).decode
@@ -64,12 +70,32 @@ def quote(text: str) -> str:
     return out
 
 
+def printable(text: str) -> bool:
+    """True when every character of `text` may stand in a YAML file as it is: tab, LF and YAML's printable
+    characters, without the ones some readers take as line breaks (CR, NEL, LS, PS) or the byte order mark."""
+    try:
+        raw = text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate
+        return False
+    if raw.translate(None, _ALLOWED_BYTES):
+        return False
+    return text.isascii() or _UNSAFE_WIDE.search(raw) is None
+
+
+_plain_cache: dict[str, bool] = {}
+
+
 def _plain_ok(text: str) -> bool:
-    return _PLAIN.fullmatch(text) is not None and text.lower() not in _RESERVED
+    found = _plain_cache.get(text)
+    if found is None:
+        found = _PLAIN.fullmatch(text) is not None and text.lower() not in _RESERVED
+        if len(text) < 100 and len(_plain_cache) < 20_000:
+            _plain_cache[text] = found
+    return found
 
 
 def _literal_ok(text: str) -> bool:
-    if not text or text[0] in " \t\n" or text.endswith("\n\n") or _NOT_LITERAL.search(text):
+    if not text or text[0] in " \t\n" or text.endswith("\n\n") or not printable(text):
         return False
     last = text[text.rstrip("\n").rfind("\n") + 1 :].rstrip("\n")
     return not (last and last.isspace())
@@ -108,8 +134,12 @@ def scalar(value: Any) -> str:
 
 def _key(key: Any, pad: str) -> str:
     if isinstance(key, str):
+        if key in _good_keys:
+            return key
         if len(key) < 1000:
             if _KEY.fullmatch(key) and key.lower() not in _RESERVED:
+                if len(_good_keys) < _CACHE_LIMIT:
+                    _good_keys.add(key)
                 return key
             return quote(key)
         # Implicit keys are limited to 1024 characters; longer ones take the explicit form.
@@ -277,11 +307,9 @@ def _tokenize(text: str) -> tuple[list[tuple[str, str, str, str]], dict[int, str
 
 
 _MAX_DEPTH = 64
-_CACHE_LIMIT = 20_000
 # Scalars seen before (tool names, counters, models, labels, small numbers) are looked up instead of parsed again.
 # Only immutable results are kept.
 _scalars: dict[str, Any] = {}
-_good_keys: set[str] = set()
 
 
 class _Reader:
@@ -358,7 +386,7 @@ class _Reader:
                 raise Unsupported
             else:
                 name = key
-                if len(_good_keys) < _CACHE_LIMIT:
+                if len(key) < 1000 and len(_good_keys) < _CACHE_LIMIT:
                     _good_keys.add(key)
             if name in out:
                 raise Unsupported

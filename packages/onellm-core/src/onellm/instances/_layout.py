@@ -16,13 +16,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from onellm.instances._canon import printable
+
 __all__ = ["Layout", "header_end", "split"]
 
-# Bytes of the ASCII characters a file may hold as they are; every byte of a multi-byte character is let through here
-# and the few non-ASCII characters that are not allowed are found by `_UNSAFE_WIDE`.
-_ALLOWED_BYTES = bytes([9, 10, *range(0x20, 0x7F), *range(0x80, 0x100)])
-# C1 controls, line and paragraph separators, the byte order mark, U+FFFE and U+FFFF, in UTF-8.
-_UNSAFE_WIDE = re.compile(rb"\xc2[\x80-\x9f]|\xe2\x80[\xa8\xa9]|\xef\xbb\xbf|\xef\xbf[\xbe\xbf]")
 _MESSAGES = re.compile(r"^messages:(?P<empty>[ ]+\[\])?[ ]*(?:#[^\n]*)?(?:\n|\Z)", re.MULTILINE)
 _FIRST_ENTRY = re.compile(r"(?P<indent>[ ]*)-(?:[ ]|\n|\Z)")
 _SKIP = re.compile(r"(?:[ ]*(?:#[^\n]*)?\n)*")
@@ -40,17 +37,6 @@ def _patterns(indent: int) -> tuple[re.Pattern[str], re.Pattern[str]]:
         )
         _ENTRY_PATTERNS[indent] = found
     return found
-
-
-def _printable(text: str) -> bool:
-    """True when every character of `text` may appear in a YAML file as it is (and none is a line break other than LF)."""
-    try:
-        raw = text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate
-        return False
-    if raw.translate(None, _ALLOWED_BYTES):
-        return False
-    return text.isascii() or _UNSAFE_WIDE.search(raw) is None
 
 
 @dataclass(slots=True)
@@ -73,7 +59,7 @@ class Layout:
 
 def split(text: str) -> Layout | None:
     """Cut `text` into header and message blocks, or None when it is not in the canonical layout."""
-    if "\r" in text or not _printable(text):
+    if "\r" in text or not printable(text):
         return None
     found = _MESSAGES.search(text)
     if found is None:
