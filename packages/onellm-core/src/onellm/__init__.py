@@ -84,6 +84,7 @@ if TYPE_CHECKING:
     from onellm.records import JsonlRecordSink as JsonlRecordSink
     from onellm.records import RecordSinks as RecordSinks
     from onellm.runtime import AskResult as AskResult
+    from onellm.runtime import Asset as Asset
     from onellm.runtime import ChatSession as ChatSession
     from onellm.runtime import ProviderRegistry as ProviderRegistry
     from onellm.runtime import ResultCache as ResultCache
@@ -145,6 +146,7 @@ _LAZY: dict[str, str] = {
     "JsonlRecordSink": "onellm.records",
     "RecordSinks": "onellm.records",
     "AskResult": "onellm.runtime",
+    "Asset": "onellm.runtime",
     "ChatSession": "onellm.runtime",
     "ProviderRegistry": "onellm.runtime",
     "ResultCache": "onellm.runtime",

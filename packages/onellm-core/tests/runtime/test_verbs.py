@@ -357,3 +357,27 @@ def test_chat_sync_twins(setup: Setup) -> None:
         assert chat.ask_sync("Name a prime.") == "2"
         assert chat.send_sync("And the next?").text == "3"
     assert len(chat.instance.messages) == 2
+
+
+async def test_assets_are_stored_once_and_sent_inline(setup: Setup, tmp_path: Path) -> None:
+    from onellm import Asset
+    from onellm.messages import AssetPart
+
+    scan = tmp_path / "scan.png"
+    scan.write_bytes(b"\x89PNG fake image")
+    setup.anthropic.enqueue_text("An invoice.", "From ACME.")
+    chat = setup.runtime.chat("claude-sonnet")
+    assert await chat.ask("What is this?", Asset.file(scan)) == "An invoice."
+    assert await chat.ask("From whom?") == "From ACME."
+    stored = chat.instance.messages[0].user[1]
+    assert isinstance(stored, AssetPart)
+    assert stored.data is None
+    assert stored.key is not None
+    assert stored.content_type == "image/png"
+    assert setup.store.assets(chat.instance.id or "").get(stored.key) == b"\x89PNG fake image"
+    resent = setup.anthropic.requests[1].messages[0].user[1]
+    assert isinstance(resent, AssetPart)
+    assert resent.data == b"\x89PNG fake image"
+    with pytest.raises(FileNotFoundError, match=r"missing\.png"):
+        Asset.file(tmp_path / "missing.png")
+    assert Asset.from_bytes(b"%PDF", "application/pdf").size == 4

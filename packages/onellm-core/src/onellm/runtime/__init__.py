@@ -5,6 +5,7 @@ the runtime's store."""
 
 from __future__ import annotations
 
+from onellm.runtime._assets import Asset
 from onellm.runtime._cache import ResultCache
 from onellm.runtime._chat import ChatSession
 from onellm.runtime._registry import ProviderFactory, ProviderRegistry
@@ -27,6 +28,7 @@ from onellm.runtime._verbs import (
 
 __all__ = [
     "AskResult",
+    "Asset",
     "ChatSession",
     "ProviderFactory",
     "ProviderRegistry",

@@ -396,6 +396,11 @@ class Runtime:
                 await self.records.write(item)
 
     async def save(self, instance: Instance) -> None:
+        """Save the instance (shielded from cancellation), its latest turn's inline assets moved to the asset store."""
+        if instance.messages and instance.messages[-1].user:
+            from onellm.runtime._assets import store_assets
+
+            store_assets(self.store, instance, instance.messages[-1])
         with anyio.CancelScope(shield=True):
             await self.store.save(instance)
 
@@ -542,6 +547,10 @@ class ModelCall:
         if output is not None:
             settings = {**settings, "response_format": response_format_for(output)}
         messages = list(history) if history is not None else list(instance.messages)
+        if len(messages) > 1:
+            from onellm.runtime._assets import inline_assets
+
+            messages = inline_assets(runtime.store, instance, messages)
         from onellm.catalog.adjust import RequestAdjuster
 
         request = ChatRequest(model=model.name, messages=messages, system=system, **settings)

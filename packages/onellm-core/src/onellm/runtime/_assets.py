@@ -1,0 +1,91 @@
+"""Assets in prompts: `Asset.file(path)` and `Asset.from_bytes(data, content_type)` make asset parts with inline
+content. The runtime keeps the content in the instance store's asset store (the instance refers to it by its SHA-256)
+and puts it back inline when a later turn sends the history again."""
+
+from __future__ import annotations
+
+import mimetypes
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from onellm.messages import AssetPart, Message
+
+if TYPE_CHECKING:
+    from onellm.instances import Instance
+
+__all__ = ["Asset", "inline_assets", "store_assets"]
+
+_INLINE = (bytes, bytearray, memoryview)
+
+
+class Asset:
+    """Asset parts for prompts: `onellm.ask("claude-sonnet", "Summarize this", Asset.file("brief.pdf"))`."""
+
+    @staticmethod
+    def file(path: str | os.PathLike[str], content_type: str | None = None) -> AssetPart:
+        """The file's bytes as an asset part; the content type is guessed from the name unless given."""
+        p = Path(path)
+        try:
+            data = p.read_bytes()
+        except OSError as error:
+            raise FileNotFoundError(f"asset {str(path)!r}: {error.strerror or error}") from error
+        kind = content_type or mimetypes.guess_type(p.name)[0] or "application/octet-stream"
+        return AssetPart(content_type=kind, name=p.name, size=len(data), data=data)
+
+    @staticmethod
+    def from_bytes(data: bytes, content_type: str, name: str | None = None) -> AssetPart:
+        """Bytes as an asset part."""
+        if not isinstance(data, _INLINE):
+            raise TypeError(f"asset data must be bytes, not {type(data).__name__}")
+        return AssetPart(content_type=content_type, name=name, size=len(data), data=bytes(data))
+
+
+def _asset_store(store: Any, instance: Instance) -> Any:
+    assets = getattr(store, "assets", None)
+    if assets is None or instance.id is None:
+        return None
+    return assets(instance.id)
+
+
+def store_assets(store: Any, instance: Instance, message: Message) -> None:
+    """Replace the message's inline asset content with references into the instance's asset store (when the store
+    has one; otherwise the content stays inline)."""
+    if not any(isinstance(p, AssetPart) and isinstance(p.data, _INLINE) for p in message.user):
+        return
+    target = _asset_store(store, instance)
+    if target is None:
+        return
+    parts = []
+    for part in message.user:
+        if isinstance(part, AssetPart) and isinstance(part.data, _INLINE):
+            stored = target.put(bytes(part.data), content_type=part.content_type, name=part.name)
+            part = msgspec.structs.replace(part, storage=stored.storage, key=stored.key, hash=stored.hash, data=None)
+            part.size = stored.size
+        parts.append(part)
+    message.user = parts
+
+
+def inline_assets(store: Any, instance: Instance, messages: Sequence[Message]) -> list[Message]:
+    """The messages to send: asset parts that refer to stored content get it back inline (copies; the instance keeps
+    its references)."""
+    out = list(messages)
+    target: Any = None
+    for i, message in enumerate(out):
+        if not any(isinstance(p, AssetPart) and p.key and p.data is None for p in message.user):
+            continue
+        if target is None:
+            target = _asset_store(store, instance)
+            if target is None:
+                return out
+        user = [
+            msgspec.structs.replace(p, data=target.get(p.key))
+            if isinstance(p, AssetPart) and p.key and p.data is None and target.exists(p.key)
+            else p
+            for p in message.user
+        ]
+        out[i] = msgspec.structs.replace(message, user=user)
+    return out
