@@ -49,13 +49,18 @@ BUILTIN_SUBSETS: dict[str, str] = {
     "reasoningTokens": "outputTokens",
     "outputAudioTokens": "outputTokens",
     "outputImageTokens": "outputTokens",
+    "outputVideoTokens": "outputTokens",
+    "acceptedPredictionTokens": "outputTokens",
+    "rejectedPredictionTokens": "outputTokens",
     "inputAudioTokens": "inputTokens",
     "inputImageTokens": "inputTokens",
     "inputVideoTokens": "inputTokens",
     "cacheCreation1hInputTokens": "cacheCreationInputTokens",
     "cacheCreation5mInputTokens": "cacheCreationInputTokens",
 }
-"""Counters that count tokens already inside another counter: child -> parent."""
+"""Counters that count tokens already inside another counter: child -> parent. The reference lists all but
+`outputVideoTokens` (Gemini), the two predicted-output counters (OpenAI Chat Completions) and
+`cacheCreation5mInputTokens` (Anthropic), which the providers report the same way."""
 
 _LABELS = {
     "inputTokens": "input tokens",
