@@ -310,6 +310,7 @@ _MAX_DEPTH = 64
 # Scalars seen before (tool names, counters, models, labels, small numbers) are looked up instead of parsed again.
 # Only immutable results are kept.
 _scalars: dict[str, Any] = {}
+_MISSING: Any = object()
 
 
 class _Reader:
@@ -391,7 +392,10 @@ class _Reader:
             if name in out:
                 raise Unsupported
             if rest:
-                out[name] = self.literal(rest, indent + 2) if rest[0] == "|" else _scalar(rest)
+                value = _scalars.get(rest, _MISSING)
+                if value is _MISSING:
+                    value = self.literal(rest, indent + 2) if rest[0] == "|" else _scalar(rest)
+                out[name] = value
             else:
                 if self.i >= self.n:
                     raise Unsupported
@@ -417,8 +421,8 @@ class _Reader:
 
 
 def _scalar(rest: str) -> Any:
-    found = _scalars.get(rest, _scalars)
-    if found is not _scalars:
+    found = _scalars.get(rest, _MISSING)
+    if found is not _MISSING:
         return found
     first = rest[0]
     value: Any
