@@ -416,3 +416,18 @@ def test_the_definition_the_run_started_from() -> None:
     assert definition.warnings == []
     assert definition.references is not None
     assert definition.references[0].routine == "/agent-tools/os/read-file"
+
+
+def test_a_message_edited_in_place_is_written_after_forget_written_text() -> None:
+    inst = Instance.loads(conversation(4).dumps())
+    inst.messages[0].user.append(TextPart(text="edited in place"))
+    assert "edited in place" not in inst.dumps()  # the remembered text wins, as the format's rule allows
+    inst.forget_written_text()
+    text = inst.dumps()
+    assert "edited in place" in text
+    assert Instance.loads(text) == inst
+
+
+def test_repr_is_short() -> None:
+    inst = conversation(30)
+    assert repr(inst) == "Instance(id='conv', name='Conversation', state='waiting', model='claude-haiku', messages=30)"

@@ -171,7 +171,7 @@ class _Source:
     indent: int = 0
 
 
-@dataclass(kw_only=True, eq=True)
+@dataclass(kw_only=True, eq=True, repr=False)
 class Instance:
     """One run of a definition and everything it has said and done (`spec/instances.md`).
 
@@ -264,6 +264,15 @@ class Instance:
     _empty_lists: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
     _source: _Source | None = field(default=None, init=False, repr=False, compare=False)
     _blocks: dict[int, tuple[Message, str]] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        parts = [f"id={self.id!r}"]
+        for attr in ("name", "state", "model"):
+            value = getattr(self, attr)
+            if value is not None:
+                parts.append(f"{attr}={value!r}")
+        parts.append(f"messages={len(self.messages)}")
+        return f"Instance({', '.join(parts)})"
 
     # -- convenience -----------------------------------------------------------------------------------------------
 
@@ -529,6 +538,13 @@ class Instance:
             raise BadDefinitionError(exc.detail, file=file, line=line, column=column, path=exc.path) from None
         inst._source = _Source(text=text, header=inst._header_data(), messages=tuple(inst.messages))
         return inst
+
+    def forget_written_text(self) -> None:
+        """Forget the remembered text of the file and of every message, so the next save writes everything from the
+        model. Only needed after editing a message object in place, which the format's rule (messages are immutable
+        once appended) otherwise forbids."""
+        self._blocks = {}
+        self._source = None
 
     def _block_of(self, msg: Message) -> str | None:
         entry = self._blocks.get(id(msg))
