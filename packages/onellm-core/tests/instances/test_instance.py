@@ -431,3 +431,13 @@ def test_a_message_edited_in_place_is_written_after_forget_written_text() -> Non
 def test_repr_is_short() -> None:
     inst = conversation(30)
     assert repr(inst) == "Instance(id='conv', name='Conversation', state='waiting', model='claude-haiku', messages=30)"
+
+
+def test_importing_instances_stays_light() -> None:
+    """The YAML round-trip machinery loads only when a file needs it, not on import."""
+    import subprocess
+    import sys
+
+    code = "import sys, onellm.instances; print(sorted(m for m in sys.modules if m.startswith('ruamel')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
