@@ -23,6 +23,13 @@ from onellm.testing import ScriptedProvider, ScriptStep
 STEP = ScriptStep.text_with_usage("2, 3 and 5.", 13, 7)
 
 
+class _Discard:
+    """A store that keeps nothing: shows the runtime's own work apart from writing the instance text."""
+
+    async def save(self, instance: object) -> None:
+        return None
+
+
 async def per_call(
     fn: Callable[[], Awaitable[object]], provider: ScriptedProvider, number: int, *, sends: bool = True
 ) -> float:
@@ -41,6 +48,8 @@ async def main() -> None:
     provider = ScriptedProvider("openai")
     runtime = Runtime(store=MemoryInstanceStore(), environ={})
     runtime.providers.set("openai", provider)
+    discard = Runtime(store=_Discard(), environ={})  # type: ignore[arg-type]
+    discard.providers.set("openai", provider)
     cached = Runtime(store=MemoryInstanceStore(), environ={}, cache=True)
     cached.providers.set("openai", provider)
     request = ChatRequest(model="gpt-6-luna", messages=[Message(user=[TextPart("Name three prime numbers.")])])
@@ -51,6 +60,9 @@ async def main() -> None:
 
     async def ask() -> object:
         return await runtime.ask("gpt-6-luna", "Name three prime numbers.")
+
+    async def ask_unsaved() -> object:
+        return await discard.ask("gpt-6-luna", "Name three prime numbers.")
 
     async def stream() -> object:
         return await runtime.stream("gpt-6-luna", "Name three prime numbers.").result()
@@ -73,6 +85,7 @@ async def main() -> None:
     rows = [
         ("bare ScriptedProvider.send", await per_call(bare, provider, number)),
         ("runtime.ask (priced, instance saved in memory)", await per_call(ask, provider, number)),
+        ("runtime.ask, store that keeps nothing (no YAML)", await per_call(ask_unsaved, provider, number)),
         ("runtime.stream(...).result()", await per_call(stream, provider, number)),
         ("chat turn (history up to 20 messages)", await per_call(chat_turn, provider, number)),
     ]

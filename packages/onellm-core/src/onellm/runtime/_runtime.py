@@ -377,7 +377,9 @@ class Runtime:
     def now(self) -> Timestamp:
         return _now_stamp(self.clock)
 
-    def new_instance(self, model: ResolvedModel, requested: str, system: str | None) -> Instance:
+    def new_instance(
+        self, model: ResolvedModel, requested: str, system: str | None, *, started: Timestamp | None = None
+    ) -> Instance:
         from onellm.instances import Instance
         from onellm.instances._ids import new_instance_id
 
@@ -387,7 +389,7 @@ class Runtime:
             requested_model=requested if requested != model.qualified_name else None,
             system_prompt=system,
             state="running",
-            run_started_at=self.now(),
+            run_started_at=started or self.now(),
         )
 
     async def record(self, *records: Record) -> None:
@@ -492,8 +494,9 @@ class Runtime:
         settings = _check_options(options)
         parts = _parts(content)
         resolved, provider = self.route(model)
-        instance = self.new_instance(resolved, model, system)
-        turn = Message(id=new_message_id(), user=parts, date_time=self.now())
+        now = self.now()
+        instance = self.new_instance(resolved, model, system, started=now)
+        turn = Message(id=new_message_id(), user=parts, date_time=now)
         instance.messages.append(turn)
         return ModelCall(self, resolved, provider, instance, turn, system, output, settings, final_state="stopped")
 

@@ -15,7 +15,7 @@ openai.assert_complete()
 
 from __future__ import annotations
 
-import dataclasses
+import copy
 import hashlib
 import math
 from collections import deque
@@ -241,7 +241,9 @@ class ScriptedProvider:
         return response_of(accumulator, request)
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        self.requests.append(dataclasses.replace(request, messages=list(request.messages)))
+        kept = copy.copy(request)
+        kept.messages = list(request.messages)
+        self.requests.append(kept)
         step = self._next(f"model {request.model!r}")
         await anyio.lowlevel.checkpoint()
         yield MessageStart(model=step.model or request.model, response_id=f"scripted-{self._served}")
