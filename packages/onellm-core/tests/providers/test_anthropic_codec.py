@@ -378,3 +378,18 @@ def test_a_streamed_block_of_an_unknown_kind_is_kept_whole_whatever_deltas_it_ge
     message = accumulator.message()
     assert message.assistant == [ProviderPart(type="future_block", raw=start), TextPart("ok")]
     assert decoder.finished
+
+
+def test_stop_details_and_the_container_are_kept_beside_the_message() -> None:
+    from onellm.providers._sse import iter_sse
+    from onellm.providers.anthropic._codec import MessagesStreamDecoder
+
+    decoder = MessagesStreamDecoder()
+    for event in iter_sse([fixture("refusal")["stream"].encode()]):
+        decoder.feed(event.data)
+    assert decoder.extra == whole("refusal").extra
+    assert decoder.extra["stop_details"]["category"] == "cyber"
+
+    body = dict(fixture("basic")["response"]["body"])
+    body["container"] = {"id": "container_011CZ", "expires_at": "2026-12-02T12:30:00Z"}
+    assert decode_message(msgspec.json.encode(body)).extra["container"]["id"] == "container_011CZ"

@@ -528,6 +528,8 @@ class _Message(msgspec.Struct):
     stop_sequence: str | None = None
     stop_details: dict[str, Any] | None = None
     usage: _Usage | None = None
+    container: Any = None
+    context_management: Any = None
 
 
 _message_decoder = msgspec.json.Decoder(_Message, float_hook=Decimal)
@@ -671,15 +673,10 @@ def message_events(wire: _Message) -> list[StreamEvent]:
     return events
 
 
-def _stop_extra(stop_reason: str | None, stop_sequence: str | None, details: Any) -> dict[str, Any]:
-    extra: dict[str, Any] = {}
-    if stop_reason is not None:
-        extra["stop_reason"] = stop_reason
-    if stop_sequence is not None:
-        extra["stop_sequence"] = stop_sequence
-    if details is not None:
-        extra["stop_details"] = details
-    return extra
+def _answer_extra(**fields: Any) -> dict[str, Any]:
+    """What an answer says beyond its message, for `ChatResponse.extra`: the raw stop reason, the stop sequence, stop
+    details, the code execution container and context management, each when present."""
+    return {key: value for key, value in fields.items() if value is not None}
 
 
 def decode_message(body: bytes, *, warnings: list[CallWarning] | None = None) -> ChatResponse:
@@ -697,9 +694,14 @@ def message_response(wire: _Message, warnings: list[CallWarning] | None = None) 
     accumulator = MessageAccumulator()
     for event in message_events(wire):
         accumulator.add(event)
-    return response_from(
-        accumulator, warnings, extra=_stop_extra(wire.stop_reason, wire.stop_sequence, wire.stop_details)
+    extra = _answer_extra(
+        stop_reason=wire.stop_reason,
+        stop_sequence=wire.stop_sequence,
+        stop_details=wire.stop_details,
+        container=wire.container,
+        context_management=wire.context_management,
     )
+    return response_from(accumulator, warnings, extra=extra)
 
 
 def message_from_data(data: Any) -> _Message:
@@ -723,6 +725,7 @@ class _Delta(msgspec.Struct):
     stop_reason: str | None = None
     stop_sequence: str | None = None
     stop_details: dict[str, Any] | None = None
+    container: Any = None
 
 
 class _ErrorObject(msgspec.Struct):
@@ -738,6 +741,7 @@ class _Event(msgspec.Struct):
     delta: _Delta | None = None
     usage: _Usage | None = None
     error: _ErrorObject | None = None
+    context_management: Any = None
 
 
 _event_decoder = msgspec.json.Decoder(_Event, float_hook=Decimal)
@@ -783,6 +787,8 @@ class MessagesStreamDecoder:
         "_open",
         "_usage",
         "_usage_sent",
+        "container",
+        "context_management",
         "finished",
         "stop_details",
         "stop_reason",
@@ -799,11 +805,19 @@ class MessagesStreamDecoder:
         self.stop_reason: str | None = None
         self.stop_sequence: str | None = None
         self.stop_details: Any = None
+        self.container: Any = None
+        self.context_management: Any = None
 
     @property
     def extra(self) -> dict[str, Any]:
-        """What the stream said about why it stopped (`stop_reason`, `stop_sequence`, `stop_details`)."""
-        return _stop_extra(self.stop_reason, self.stop_sequence, self.stop_details)
+        """What the stream said beyond the message, as a whole answer's `ChatResponse.extra` holds it."""
+        return _answer_extra(
+            stop_reason=self.stop_reason,
+            stop_sequence=self.stop_sequence,
+            stop_details=self.stop_details,
+            container=self.container,
+            context_management=self.context_management,
+        )
 
     def feed(self, data: bytes) -> list[StreamEvent]:
         try:
@@ -820,6 +834,7 @@ class MessagesStreamDecoder:
         if kind == "message_start" and event.message is not None:
             self._model = event.message.model
             self._usage = event.message.usage
+            self.container = event.message.container
             return [MessageStart(model=event.message.model, response_id=event.message.id)]
         if kind == "message_delta":
             out: list[StreamEvent] = []
@@ -827,6 +842,10 @@ class MessagesStreamDecoder:
                 self.stop_reason = event.delta.stop_reason
                 self.stop_sequence = event.delta.stop_sequence
                 self.stop_details = event.delta.stop_details
+                if event.delta.container is not None:
+                    self.container = event.delta.container
+            if event.context_management is not None:
+                self.context_management = event.context_management
             if event.usage is not None:
                 # message_delta's counters are cumulative and final, zeros included: they replace the start's
                 self._usage = _overlay(self._usage, event.usage)
