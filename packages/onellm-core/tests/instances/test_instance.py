@@ -441,3 +441,38 @@ def test_importing_instances_stays_light() -> None:
     code = "import sys, onellm.instances; print(sorted(m for m in sys.modules if m.startswith('ruamel')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+HEADER = "instanceId: hostile\nstate: waiting\nmessages:\n- id: m1\n  user:\n  - text: fine\n"
+
+
+@pytest.mark.parametrize(
+    ("block", "line", "detail"),
+    [
+        ("- id: m2\n  usage:\n    inputTokens: " + "7" * 100_000 + "\n", 9, "characters"),
+        ("- id: m2\n  extra: " + "[" * 3000 + "]" * 3000 + "\n", 8, "nested deeper"),
+        ("- id: m2\n  extra: !!python/object/apply:os.system [ls]\n", 8, "tag"),
+        (
+            "- id: m2\n  a: &a [x, x, x, x, x, x, x, x, x, x]\n  b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+            "  c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n  d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+            "  e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n  f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
+            "  g: [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]\n",
+            None,
+            "alias",
+        ),
+        ("- id: m2\n  id: m3\n", 8, "duplicate key"),
+        ("- id: m2\n  toolCalls:\n  - id: c1\n    tool: [not, a, name]\n", 10, "string"),
+    ],
+)
+def test_hostile_message_blocks_fail_with_a_position(block: str, line: int | None, detail: str) -> None:
+    with pytest.raises(BadDefinitionError) as caught:
+        Instance.loads(HEADER + block, file="hostile.yaml")
+    error = caught.value
+    assert error.file == "hostile.yaml"
+    assert detail in error.detail
+    assert error.line is not None
+    assert error.column is not None
+    if line is not None:
+        assert error.line == line
+    else:
+        assert error.line >= 7
