@@ -406,3 +406,17 @@ def test_a_scalar_over_a_mapping_hides_what_was_below() -> None:
     assert catalog.source_of("p", "properties.a") == "code"
     assert catalog.value_of("p", "properties.a.b") is None
     assert catalog.source_of("p", "properties.a.b") is None
+
+
+def test_a_layer_writes_back_what_it_read_unknown_keys_included() -> None:
+    original = CatalogLayer.from_file(DATA / "layered" / "base.llm-provider.yaml")
+    text = original.dumps()
+    again = CatalogLayer.from_text(text, file="again.yaml")
+    assert again.to_data() == original.to_data()
+    assert again.to_data()[0]["vendorNote"] == "kept as written"
+    assert again.to_data()[0]["models"][0]["customKey"] == {"x": 1}
+
+
+def test_the_shipped_layer_round_trips_through_yaml() -> None:
+    shipped = CatalogLayer.shipped()
+    assert CatalogLayer.from_text(shipped.dumps()).to_data() == shipped.to_data()

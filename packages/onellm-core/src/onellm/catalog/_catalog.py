@@ -73,6 +73,18 @@ class CatalogLayer:
             for provider in source.providers:
                 yield source.file, provider
 
+    def to_data(self) -> list[dict[str, Any]]:
+        """The layer's provider entries as plain values, unknown keys included, in the order they were read."""
+        import copy
+
+        return [copy.deepcopy(provider) for _, provider in self.providers()]
+
+    def dumps(self) -> str:
+        """The layer as `llm-provider.yaml` text, one document per provider; reading it back gives the same entries."""
+        from onellm.yamlio import dump_document
+
+        return "---\n".join(dump_document(provider) for provider in self.to_data())
+
     # -- building layers ---------------------------------------------------------------------------------------------
 
     @classmethod
