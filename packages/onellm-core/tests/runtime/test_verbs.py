@@ -381,3 +381,22 @@ async def test_assets_are_stored_once_and_sent_inline(setup: Setup, tmp_path: Pa
     with pytest.raises(FileNotFoundError, match=r"missing\.png"):
         Asset.file(tmp_path / "missing.png")
     assert Asset.from_bytes(b"%PDF", "application/pdf").size == 4
+
+
+async def test_own_catalog_and_an_unpriced_model() -> None:
+    from onellm.catalog import Catalog
+
+    catalog = Catalog.from_layers(
+        {"providers": [{"name": "scripted", "protocol": "scripted", "models": [{"name": "echo-1"}]}]}
+    )
+    provider = ScriptedProvider().enqueue(ScriptStep.text_with_usage("hello", 3, 1))
+    runtime = Runtime(catalog=catalog, environ={})
+    runtime.providers.set("scripted", provider)
+    r = await runtime.generate("echo-1", "Say hello.")
+    assert r.text == "hello"
+    assert r.cost.total == 0
+    assert not r.cost.priced
+    assert [w.kind for w in r.warnings] == ["pricing"]
+    assert r.message.usage is not None
+    assert r.message.usage.cost is None  # not priced: no cost written, never a guess
+    provider.assert_complete()
