@@ -393,3 +393,12 @@ def test_stop_details_and_the_container_are_kept_beside_the_message() -> None:
     body = dict(fixture("basic")["response"]["body"])
     body["container"] = {"id": "container_011CZ", "expires_at": "2026-12-02T12:30:00Z"}
     assert decode_message(msgspec.json.encode(body)).extra["container"]["id"] == "container_011CZ"
+
+
+def test_media_in_an_assistant_turn_is_left_out_with_a_warning() -> None:
+    message = Message(assistant=[TextPart("Here it is."), AssetPart(content_type="image/png", data=b"\x89PNG")])
+    request = ChatRequest("m", [Message(user=[TextPart("draw")]), message, Message(user=[TextPart("thanks")])])
+    body = encode_messages_request(request, max_tokens=9)
+    assert body["messages"][1] == {"role": "assistant", "content": "Here it is."}
+    assert [w.kind for w in request.warnings] == ["content_omitted"]
+    assert "messages[1]" in request.warnings[0].message

@@ -352,7 +352,7 @@ def _messages(request: ChatRequest, cache_control: dict[str, Any]) -> list[dict[
             produced.extend(blocks)
             turns.add("user", blocks)
         if message.assistant or message.tool_calls:
-            assistant, results = _assistant_blocks(message)
+            assistant, results = _assistant_blocks(message, position, request.warnings)
             produced.extend(assistant)
             produced.extend(results)
             turns.add("assistant", assistant)
@@ -427,8 +427,11 @@ def _asset_block(part: AssetPart, path: str) -> dict[str, Any]:
     return block
 
 
-def _assistant_blocks(message: Message) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The assistant side of a turn in its order, and the tool results that answer its calls."""
+def _assistant_blocks(
+    message: Message, position: int, warnings: list[CallWarning]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The assistant side of a turn in its order, and the tool results that answer its calls. Media the model made
+    cannot be sent back in an assistant turn: it is left out with a warning."""
     blocks: list[dict[str, Any]] = []
     results: list[dict[str, Any]] = []
     for entry in message.entries():
@@ -458,6 +461,15 @@ def _assistant_blocks(message: Message) -> tuple[list[dict[str, Any]], list[dict
             raw = entry.raw
             if isinstance(raw, dict) and raw.get("type") == entry.type:
                 blocks.append(dict(raw))
+        elif isinstance(entry, AssetPart | FileRefPart):
+            warnings.append(
+                CallWarning(
+                    kind="content_omitted",
+                    message=f"messages[{position}]: Anthropic takes no {entry.kind} part in an assistant turn; "
+                    "it was left out",
+                    detail={"message": position, "part": entry.kind},
+                )
+            )
     return blocks, results
 
 
