@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import _thread
 import datetime as _dt
 import os
-import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from functools import cached_property
@@ -176,7 +176,7 @@ def _positioned(message: str, path: str, file: str | None, text: str | None, doc
     return BadDefinitionError(message, file=file, line=line, column=column, path=path or None)
 
 
-_shipped_lock = threading.Lock()
+_shipped_lock = _thread.allocate_lock()  # not `threading`: resolving a model should not import it
 _shipped_cache: list[CatalogLayer] = []
 
 
@@ -383,7 +383,7 @@ class Catalog:
     """The merged catalog: layers stacked shipped < user < code, and model-name resolution over them."""
 
     _CACHE_LIMIT: ClassVar[int] = 4096
-    _default_lock: ClassVar[threading.Lock] = threading.Lock()
+    _default_lock: ClassVar[_thread.LockType] = _thread.allocate_lock()
     _default_cache: ClassVar[dict[tuple[Any, ...], Catalog]] = {}
 
     def __init__(self, layers: Iterable[CatalogLayer]) -> None:
