@@ -246,3 +246,26 @@ async def test_a_refused_streamed_chat_turn_leaves_the_conversation() -> None:
     assert len(chat.instance.messages) == 1
     assert chat.instance.state == "waiting"
     assert len(provider.requests) == 1
+
+
+async def test_spans_follow_a_global_provider_and_cost_nothing_without_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    from opentelemetry import trace as trace_api
+    from opentelemetry.metrics import _internal as metrics_api
+
+    from onellm import telemetry
+    from onellm.telemetry import _genai
+
+    telemetry.configure()
+    monkeypatch.setattr(trace_api, "_TRACER_PROVIDER", None)
+    monkeypatch.setattr(metrics_api, "_METER_PROVIDER", None)
+    monkeypatch.setattr(_genai, "_FROM_ENVIRONMENT", False)
+    runtime, provider = _runtime()
+    provider.enqueue(ScriptStep.text_with_usage("a", 1, 1), ScriptStep.text_with_usage("b", 1, 1))
+    assert _genai.start_model_call("chat", "openai", "m") is _genai._UNOBSERVED
+    await runtime.ask("gpt-6-luna", "x")
+    spans = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+    monkeypatch.setattr(trace_api, "_TRACER_PROVIDER", tracer_provider)
+    await runtime.ask("gpt-6-luna", "x")
+    assert [s.name for s in spans.get_finished_spans()] == ["chat gpt-6-luna"]

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from onellm.records import Record, RecordSink, RecordSinks
     from onellm.runtime._chat import ChatSession
     from onellm.runtime._results import ScriptResult
-    from onellm.telemetry import ModelCallSpan
+    from onellm.telemetry import CallObserver
     from onellm.tools import ToolRegistry
 
 __all__ = [
@@ -559,7 +559,7 @@ class ModelCall:
         request = ChatRequest(model=model.name, messages=messages, system=system, **settings)
         self.request: ChatRequest = RequestAdjuster(model).adjust_request(request)
         self.reservation: Reservation | None = None
-        self.span: ModelCallSpan | None = None
+        self.span: CallObserver | None = None
         self.accumulator: MessageAccumulator | None = None
         self.started = 0.0
         self.key: str | None = None

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import time
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import metrics, trace
+from opentelemetry import trace as _trace_api
+from opentelemetry.metrics import _internal as _metrics_api
 
 if TYPE_CHECKING:
     from onellm.messages import Usage
@@ -14,6 +17,7 @@ __all__ = [
     "DURATION_METRIC",
     "INSTRUMENTATION_NAME",
     "TOKEN_USAGE_METRIC",
+    "CallObserver",
     "ModelCallSpan",
     "configure",
     "provider_system_name",
@@ -23,6 +27,8 @@ __all__ = [
 INSTRUMENTATION_NAME = "onellm"
 TOKEN_USAGE_METRIC = "gen_ai.client.token.usage"
 DURATION_METRIC = "gen_ai.client.operation.duration"
+
+_FROM_ENVIRONMENT = bool(os.environ.get("OTEL_PYTHON_TRACER_PROVIDER") or os.environ.get("OTEL_PYTHON_METER_PROVIDER"))
 
 _SYSTEM_NAMES = {
     "gemini": "gcp.gemini",
@@ -37,10 +43,24 @@ def provider_system_name(provider: str) -> str:
     return _SYSTEM_NAMES.get(provider, provider)
 
 
+def _nothing_configured() -> bool:
+    """True while no tracer or meter provider has been set, globally or through `configure` (a read of the API's
+    two globals; a provider named by an `OTEL_PYTHON_*_PROVIDER` variable counts as set)."""
+    if _INSTRUMENTS and _INSTRUMENTS[0].explicit:
+        return False
+    if _FROM_ENVIRONMENT:
+        return False
+    return (
+        getattr(_trace_api, "_TRACER_PROVIDER", False) is None
+        and getattr(_metrics_api, "_METER_PROVIDER", False) is None
+    )
+
+
 class _Instruments:
-    __slots__ = ("duration", "meter", "tokens", "tracer")
+    __slots__ = ("duration", "explicit", "meter", "tokens", "tracer")
 
     def __init__(self, tracer_provider: Any = None, meter_provider: Any = None) -> None:
+        self.explicit = tracer_provider is not None or meter_provider is not None
         self.tracer = trace.get_tracer(INSTRUMENTATION_NAME, tracer_provider=tracer_provider)
         self.meter = metrics.get_meter(INSTRUMENTATION_NAME, meter_provider=meter_provider)
         self.tokens = self.meter.create_histogram(
@@ -133,6 +153,29 @@ class ModelCallSpan:
         )
 
 
-def start_model_call(operation: str, provider: str, request_model: str) -> ModelCallSpan:
-    """Start the span of one model call (`operation` is `chat` or `embeddings`)."""
+class _Unobserved:
+    """What a model call gets while no OpenTelemetry SDK is configured: nothing to record."""
+
+    __slots__ = ()
+
+    def succeed(
+        self, *, response_model: str | None, response_id: str | None, finish_reason: str | None, usage: Usage | None
+    ) -> None:
+        return None
+
+    def fail(self, error: BaseException) -> None:
+        return None
+
+
+_UNOBSERVED = _Unobserved()
+
+CallObserver = ModelCallSpan | _Unobserved
+"""What `start_model_call` returns: call `succeed(...)` or `fail(error)` on it once."""
+
+
+def start_model_call(operation: str, provider: str, request_model: str) -> CallObserver:
+    """Start the span of one model call (`operation` is `chat` or `embeddings`). While no SDK is configured this is
+    one check and returns a shared object that records nothing."""
+    if _nothing_configured():
+        return _UNOBSERVED
     return ModelCallSpan(operation, provider, request_model)
