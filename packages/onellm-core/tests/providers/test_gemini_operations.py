@@ -297,6 +297,37 @@ def test_results_go_back_in_call_order_with_errors_marked() -> None:
     }
 
 
+def test_an_image_in_a_tool_result_goes_as_a_function_response_part() -> None:
+    data = {
+        "toolCalls": [
+            {
+                "id": "fc-9",
+                "tool": "screenshot",
+                "inputs": {},
+                "result": [{"text": "the screen"}, {"image": {"data": "iVBORw0K", "mimeType": "image/png"}}],
+            }
+        ],
+    }
+    body = encode_request(ChatRequest(model="m", messages=[Message.from_data(data)]))
+    assert body["contents"][1]["parts"] == [
+        {
+            "functionResponse": {
+                "name": "screenshot",
+                "response": {"output": "the screen"},
+                "parts": [{"inlineData": {"mimeType": "image/png", "data": "iVBORw0K"}}],
+                "id": "fc-9",
+            }
+        }
+    ]
+    assert _proto_problems(body) == []
+
+
+def _proto_problems(body: dict[str, Any]) -> list[str]:
+    from .test_gemini_request_schema import PACKAGE, unknown_fields
+
+    return unknown_fields(body, f"{PACKAGE}.GenerateContentRequest")
+
+
 def test_other_providers_reasoning_is_not_sent() -> None:
     data = {
         "reasoning": [{"reasoning": "hidden", "provider": "anthropic", "data": {"signature": "x"}}],

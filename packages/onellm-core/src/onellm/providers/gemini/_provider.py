@@ -6,8 +6,8 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-from decimal import Decimal
 from collections.abc import AsyncIterator, Mapping, Sequence
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 import httpx

@@ -211,7 +211,16 @@ def _call_args(call: ToolCall) -> dict[str, Any]:
 
 
 def _function_response(call: ToolCall) -> dict[str, Any]:
-    result = call.result or []
+    """A tool result: JSON object results as the response itself, other results as `output` (or `error`) text;
+    images and other inline media in the result go as the response's own parts."""
+    media: list[dict[str, Any]] = []
+    result: list[Part] = []
+    for part in call.result or []:
+        inline = _asset(part) if isinstance(part, AssetPart) else None
+        if inline is not None and "inlineData" in inline:
+            media.append(inline)
+        else:
+            result.append(part)
     response: dict[str, Any]
     if call.is_error:
         response = {"error": result_text(result)}
@@ -220,6 +229,8 @@ def _function_response(call: ToolCall) -> dict[str, Any]:
     else:
         response = {"output": result_text(result)}
     body: dict[str, Any] = {"name": call.tool, "response": response}
+    if media:
+        body["parts"] = media
     if call.id and not call.id.startswith(MADE_UP_ID_PREFIX):
         body["id"] = call.id
     return {"functionResponse": body}
