@@ -4,6 +4,7 @@ answer builds the same message as the whole one."""
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -175,6 +176,28 @@ def test_an_error_object_mid_stream_is_a_provider_error() -> None:
     )
     with pytest.raises(onellm.errors.ProviderError, match="Internal error encountered"):
         run_stream(case, body)
+
+
+def test_an_overloaded_error_mid_stream_is_typed() -> None:
+    case = load(PROVIDERS / "gemini" / "basic" / "case.json")
+    first = case["stream"].split("\r\n\r\n")[0]
+    error = '{"error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}}'
+    with pytest.raises(onellm.errors.OverloadedError, match="overloaded"):
+        run_stream(case, f"{first}\r\n\r\ndata: {error}\r\n\r\n")
+
+
+def test_only_the_first_candidate_builds_the_message() -> None:
+    from onellm.providers.gemini import decode_generate_content
+
+    answer = {
+        "candidates": [
+            {"index": 1, "content": {"parts": [{"text": "second"}]}, "finishReason": "STOP"},
+            {"content": {"parts": [{"text": "first"}]}, "finishReason": "STOP"},
+        ]
+    }
+    message = decode_generate_content(json.dumps(answer).encode()).message
+    assert message.text == "first"
+    assert message.extra["gemini"]["candidates"][0]["content"]["parts"] == [{"text": "second"}]
 
 
 def test_invalid_json_in_a_chunk_is_malformed() -> None:

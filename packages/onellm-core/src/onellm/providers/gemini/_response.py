@@ -40,6 +40,7 @@ from onellm.messages._events import (
     UsageEvent,
 )
 from onellm.providers._content import json_text
+from onellm.providers._errors import error_from_status
 from onellm.providers.gemini._request import MADE_UP_ID_PREFIX, PROVIDER
 
 __all__ = ["ResponseDecoder", "usage_from"]
@@ -180,7 +181,14 @@ class ResponseDecoder:
     def feed_object(self, chunk: dict[str, Any]) -> list[StreamEvent]:
         error = chunk.get("error")
         if isinstance(error, dict):
-            raise ProviderError(str(error.get("message") or "the stream reported an error"), provider=PROVIDER)
+            message = str(error.get("message") or "the stream reported an error")
+            status = error.get("code")
+            if isinstance(status, int) and 400 <= status < 600:
+                code = error.get("status")
+                raise error_from_status(
+                    status, message, provider=PROVIDER, code=code if isinstance(code, str) else None
+                )
+            raise ProviderError(message, provider=PROVIDER)
         events: list[StreamEvent] = []
         if not self._started:
             self._started = True
@@ -198,11 +206,14 @@ class ResponseDecoder:
             self._usage = usage
         candidates = chunk.get("candidates")
         if isinstance(candidates, list) and candidates:
-            first = candidates[0]
-            if len(candidates) > 1:
-                self._extension["candidates"] = candidates[1:]
-            if isinstance(first, dict):
-                self._candidate(first, events)
+            others = []
+            for candidate in candidates:
+                if isinstance(candidate, dict) and int(candidate.get("index") or 0) == 0:
+                    self._candidate(candidate, events)
+                else:
+                    others.append(candidate)
+            if others:  # only the first candidate builds the message
+                self._extension["candidates"] = others
         return events
 
     def _candidate(self, candidate: dict[str, Any], events: list[StreamEvent]) -> None:
