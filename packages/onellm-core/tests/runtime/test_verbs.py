@@ -400,3 +400,29 @@ async def test_own_catalog_and_an_unpriced_model() -> None:
     assert r.message.usage is not None
     assert r.message.usage.cost is None  # not priced: no cost written, never a guess
     provider.assert_complete()
+
+
+async def test_instances_round_trip_through_a_file_store(tmp_path: Path) -> None:
+    from onellm.instances import FileInstanceStore
+
+    store = FileInstanceStore(tmp_path / "runs", durable=False)
+    provider = ScriptedProvider("anthropic").enqueue(
+        ScriptStep.text_with_usage("2", 10, 1), ScriptStep.paused("Green ", "lights")
+    )
+    runtime = Runtime(store=store, environ={})
+    runtime.providers.set("anthropic", provider)
+    done = await runtime.generate("claude-sonnet", "Name a prime.", system="Be brief.")
+    with pytest.raises(RunCancelledError) as caught, anyio.move_on_after(0.05):
+        await runtime.stream("claude-haiku", "haiku").result()
+    loaded = await store.load(done.instance.id or "")
+    assert loaded is not None
+    assert loaded.state == "stopped"
+    assert loaded.system_prompt == "Be brief."
+    assert loaded.requested_model == "claude-sonnet"
+    assert loaded.messages[0].usage is not None
+    assert loaded.messages[0].usage.cost_lines == list(done.cost.lines)
+    assert loaded.messages == done.instance.messages
+    cancelled = await store.load(caught.value.instance.id)
+    assert cancelled is not None
+    assert cancelled.cancelled is True
+    assert cancelled.messages[-1].text == "Green lights"
