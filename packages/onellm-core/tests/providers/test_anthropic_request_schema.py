@@ -178,3 +178,26 @@ def test_the_checker_finds_an_unknown_field() -> None:
 
 def plain(value: Any) -> Any:
     return msgspec.json.decode(msgspec.json.encode(value))
+
+
+def answers(case: dict[str, Any]) -> list[dict[str, Any]]:
+    recorded = case.get("responses") or ([case["response"]] if "response" in case else [])
+    return [r["body"] for r in recorded if r.get("status", 200) == 200 and r.get("body", {}).get("type") == "message"]
+
+
+@pytest.mark.parametrize("path", cases("anthropic"), ids=case_id)
+def test_fixture_answers_are_valid_sdk_messages_and_events(path: Path) -> None:
+    """The hand-written answers must read as the SDK reads them: each whole answer as a `Message`, each streamed
+    event as a `RawMessageStreamEvent` (pings aside)."""
+    pydantic = pytest.importorskip("pydantic")
+    from onellm.providers._sse import iter_sse
+
+    case = load(path)
+    for body in answers(case):
+        types.Message.model_validate(plain(body), strict=False)
+    if "stream" in case and case.get("operation") != "stream_cut":
+        adapter = pydantic.TypeAdapter(types.RawMessageStreamEvent)
+        for event in iter_sse([case["stream"].encode()]):
+            data = msgspec.json.decode(event.data)
+            if data.get("type") != "ping":
+                adapter.validate_python(data)
