@@ -114,6 +114,8 @@ def _money(value: Any, path: str) -> Any:
         return None
     result = to_decimal(value)
     if result is None:
+        if isinstance(value, Decimal):
+            raise SchemaError(f"{value} is not a finite number", path)
         raise SchemaError(f"expected a number, found {_type_name(value)} {value!r}", path)
     if result < 0:
         raise SchemaError(f"a price or factor cannot be negative ({value})", path)

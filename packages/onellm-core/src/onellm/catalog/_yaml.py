@@ -1,13 +1,12 @@
 """Reading `llm-provider.yaml` text into plain values, and finding where a value sits in that text.
 
-The catalog loads its files with ruamel's safe loader on the C parser: numbers with a fraction become `Decimal` built from
-the text as written (never a float), timestamps stay the text as written, and duplicate keys are an error. The loader is
+The catalog loads its files with `onellm.yamlio`'s guarded safe loader: numbers with a fraction become `Decimal` built
+from the text as written (never a float), timestamps stay the text as written, and duplicate keys are an error. The loader is
 imported only here, and only when a YAML file is read: the shipped catalog loads from its compiled JSON twin.
 """
 
 from __future__ import annotations
 
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from onellm.errors import BadDefinitionError
@@ -16,35 +15,6 @@ __all__ = ["check_size", "load_documents", "position_of"]
 
 _MAX_NODES = 200_000
 _MAX_DEPTH = 64
-
-
-def _loader() -> Any:
-    from ruamel.yaml import YAML
-    from ruamel.yaml.constructor import SafeConstructor
-
-    class _Constructor(SafeConstructor):
-        """Floats as exact decimals, timestamps as their text."""
-
-        def construct_yaml_float(self, node: Any) -> Any:
-            text = str(self.construct_scalar(node)).replace("_", "")
-            lowered = text.lower()
-            if lowered in (".inf", "+.inf", "-.inf", ".nan"):
-                mark = node.start_mark
-                raise BadDefinitionError(f"{text} is not a finite number", line=mark.line + 1, column=mark.column + 1)
-            try:
-                return Decimal(text)
-            except InvalidOperation as exc:  # pragma: no cover - the resolver only tags valid floats
-                raise BadDefinitionError(f"{text!r} is not a number") from exc
-
-        def construct_yaml_timestamp(self, node: Any, values: Any = None) -> Any:
-            return str(self.construct_scalar(node))
-
-    _Constructor.add_constructor("tag:yaml.org,2002:float", _Constructor.construct_yaml_float)
-    _Constructor.add_constructor("tag:yaml.org,2002:timestamp", _Constructor.construct_yaml_timestamp)
-    yaml = YAML(typ="safe", pure=False)
-    yaml.Constructor = _Constructor
-    yaml.allow_duplicate_keys = False
-    return yaml
 
 
 def _count_nodes(value: Any, file: str | None) -> None:
@@ -71,26 +41,14 @@ def check_size(value: Any, file: str | None) -> None:
 
 
 def load_documents(text: str, *, file: str | None = None) -> list[Any]:
-    """Every YAML document in `text` as plain values. Errors are `BadDefinitionError` with file, line and column."""
-    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+    """Every YAML document in `text` as plain values. Errors are `BadDefinitionError` with file, line and column.
 
-    yaml = _loader()
-    try:
-        docs = [doc for doc in yaml.load_all(text) if doc is not None]
-    except BadDefinitionError as exc:
-        raise BadDefinitionError(exc.detail, file=file, line=exc.line, column=exc.column) from None
-    except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        problem = exc.problem or exc.context or "invalid YAML"
-        if mark is None:
-            raise BadDefinitionError(str(problem), file=file) from None
-        raise BadDefinitionError(str(problem), file=file, line=mark.line + 1, column=mark.column + 1) from None
-    except YAMLError as exc:
-        raise BadDefinitionError(str(exc), file=file) from None
-    except RecursionError:
-        raise BadDefinitionError("the file nests too deeply", file=file) from None
-    except ValueError as exc:  # for example an integer literal beyond Python's digit limit
-        raise BadDefinitionError(f"a value cannot be read: {str(exc)[:200]}", file=file) from None
+    Parsing goes through `onellm.yamlio.safe_load_all`, which checks nesting, aliases, tags, duplicate keys and number
+    sizes event by event, so a hostile file fails with a positioned error instead of recursing in the C parser.
+    """
+    from onellm.yamlio import safe_load_all
+
+    docs = [doc for doc in safe_load_all(text, file=file) if doc is not None]
     for doc in docs:
         _count_nodes(doc, file)
     return docs
