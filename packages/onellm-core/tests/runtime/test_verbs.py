@@ -426,3 +426,14 @@ async def test_instances_round_trip_through_a_file_store(tmp_path: Path) -> None
     assert cancelled is not None
     assert cancelled.cancelled is True
     assert cancelled.messages[-1].text == "Green lights"
+
+
+async def test_closing_the_runtime_closes_the_providers_it_created() -> None:
+    scripted = ScriptedProvider("anthropic")
+    async with Runtime(environ={"OPENAI_API_KEY": "sk-test"}) as runtime:
+        runtime.providers.set("anthropic", scripted)
+        _, created = runtime.route("gpt-6-luna")
+        assert "openai" in runtime.providers
+    assert "openai" not in runtime.providers
+    assert runtime.providers.get("anthropic") is scripted
+    assert created._transport._client.is_closed

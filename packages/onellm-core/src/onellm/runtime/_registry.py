@@ -90,6 +90,7 @@ class ProviderRegistry:
         self._factories: dict[str, ProviderFactory] = dict(_BUILTIN)
         self._environ = environ
         self._lock = threading.Lock()
+        self._created: list[Any] = []
 
     def __repr__(self) -> str:
         return f"ProviderRegistry({sorted(self._providers)})"
@@ -166,4 +167,19 @@ class ProviderRegistry:
                 return existing
             provider = factory(model, key)
             self._providers[name] = provider
+            self._created.append(provider)
             return provider
+
+    async def aclose(self) -> None:
+        """Close the providers this registry created (their HTTP connections); providers given with `set` are the
+        caller's to close. They are created again on next use."""
+        with self._lock:
+            created, self._created = self._created, []
+            for provider in created:
+                for name, value in list(self._providers.items()):
+                    if value is provider:
+                        del self._providers[name]
+        for provider in created:
+            close = getattr(provider, "aclose", None)
+            if close is not None:
+                await close()

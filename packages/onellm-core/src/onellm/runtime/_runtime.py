@@ -360,6 +360,16 @@ class Runtime:
         cap = self._instance_cap(instance) if instance is not None else None
         return guard.reserve(estimate, caps=(cap,) if cap is not None else ())
 
+    async def aclose(self) -> None:
+        """Close the providers the runtime created from the catalog (their HTTP connections)."""
+        await self.providers.aclose()
+
+    async def __aenter__(self) -> Runtime:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
     # ------------------------------------------------------------------------------------------------ routing
     def route(self, model: str) -> tuple[ResolvedModel, Any]:
         """The resolved model and the provider that serves it.
