@@ -153,8 +153,8 @@ def test_any_chunking_of_a_gemini_stream_builds_the_same_message(path: Path, cut
 
 
 def test_a_stream_cut_mid_event_is_malformed() -> None:
-    case = load(PROVIDERS / "gemini" / "basic" / "case.json")
-    cut = case["stream"][: case["stream"].index("can I help")]
+    case = load(PROVIDERS / "gemini" / "stream-text" / "case.json")
+    cut = case["stream"][: case["stream"].index("晴れ")]
     with pytest.raises(onellm.errors.MalformedResponseError, match="inside an event"):
         run_stream(case, cut)
 
