@@ -202,3 +202,25 @@ def test_the_live_tour_without_a_key_names_the_variable(
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     assert main(["--live"]) == 3
     assert "Set the environment variable ANTHROPIC_API_KEY." in capsys.readouterr().err
+
+
+async def test_from_parts_expand_a_list_of_the_template_data(tmp_path: Path) -> None:
+    from onellm import Asset, BadDefinitionError
+    from onellm.messages import AssetPart, TextPart
+
+    runtime, provider = _setup()
+    flow = _write(
+        tmp_path,
+        "images.flow",
+        "model: gpt-6-luna\ninputs:\n  images: []\ninitialPrompts:\n  - user:\n      - text: Compare these.\n"
+        "      - from: inputs.images\n",
+    )
+    provider.enqueue(ScriptStep.text("They match."))
+    images = [Asset.from_bytes(b"one", "image/png", "a.png"), Asset.from_bytes(b"two", "image/png", "b.png")]
+    result = await runtime.run_script(flow, {"images": images})
+    assert result.text == "They match."
+    user = provider.requests[0].messages[0].user
+    assert isinstance(user[0], TextPart)
+    assert [p.name for p in user[1:] if isinstance(p, AssetPart)] == ["a.png", "b.png"]
+    with pytest.raises(BadDefinitionError, match="not a list"):
+        await runtime.run_script(flow, {"images": "a.png"})

@@ -9,13 +9,15 @@ import platform
 import socket
 import tempfile
 from collections.abc import Mapping
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import msgspec
 
-from onellm.messages import CallWarning, Cost, Message, TextPart
+from onellm.errors import BadDefinitionError
+from onellm.messages import CallWarning, Cost, FromPart, Message, Part, TextPart, part_from_data
 from onellm.providers._request import ResponseFormat
 from onellm.runtime._results import AskResult, ScriptResult
 from onellm.runtime._runtime import ModelCall, new_message_id
@@ -75,6 +77,49 @@ def template_scope(runtime: Runtime, definition: Definition, inputs: Mapping[str
     }
 
 
+def _expand(part: FromPart, scope: Mapping[str, Any], file: str, where: str) -> list[Part]:
+    """A `from: <path>` part: one part per element of the list the template data holds at that path."""
+    value: Any = scope
+    for key in part.path.split("."):
+        if not isinstance(value, Mapping) or key not in value:
+            raise BadDefinitionError(f"from: {part.path} names nothing in the template data", file=file, path=where)
+        value = value[key]
+    if value is None:
+        return []
+    if not isinstance(value, list | tuple):
+        raise BadDefinitionError(f"from: {part.path} holds a {type(value).__name__}, not a list", file=file, path=where)
+    parts: list[Part] = []
+    for i, item in enumerate(value):
+        if isinstance(item, str):
+            parts.append(TextPart(item))
+        elif isinstance(item, msgspec.Struct) and type(item).__module__.startswith("onellm.messages"):
+            parts.append(cast(Part, item))
+        elif isinstance(item, Mapping):
+            parts.append(part_from_data(item, f"{part.path}[{i}]"))
+        else:
+            raise BadDefinitionError(
+                f"from: {part.path}[{i}] is a {type(item).__name__}; expected text, a part, or a part's data",
+                file=file,
+                path=where,
+            )
+    return parts
+
+
+def _plain(value: Any) -> Any:
+    """Inputs as plain data for the instance file: message parts as their data form, records as objects."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, msgspec.Struct) and hasattr(value, "to_data"):
+        return value.to_data()
+    if value is None or isinstance(value, str | bool | int | Decimal):
+        return value
+    if isinstance(value, float):
+        return Decimal(repr(value))
+    return msgspec.to_builtins(value, builtin_types=(Decimal,))
+
+
 def _runs(when: str | None, render: Any) -> bool:
     if when is None:
         return True
@@ -130,7 +175,7 @@ async def run_script(
     instance = runtime.new_instance(resolved, model_name, definition.system_prompt)
     instance.agent_definition = str(path)
     instance.name = definition.name
-    instance.inputs = dict(scope["inputs"]) or None
+    instance.inputs = _plain(dict(scope["inputs"])) or None
     instance.invocation_mode = definition.invocation_mode
     if system is not None:
         instance.rendered_system_prompt = system
@@ -161,9 +206,14 @@ async def run_script(
             ]
             instance.messages.append(Message(id=new_message_id(), assistant=answer, date_time=runtime.now()))
             continue
-        user = [
-            TextPart(render(p.text, f"initialPrompts[{index}]")) if isinstance(p, TextPart) else p for p in prompt.user
-        ]
+        user: list[Part] = []
+        for n, p in enumerate(prompt.user):
+            if isinstance(p, TextPart):
+                user.append(TextPart(render(p.text, f"initialPrompts[{index}]")))
+            elif isinstance(p, FromPart):
+                user.extend(_expand(p, scope, definition.file or str(path), f"initialPrompts[{index}].user[{n}]"))
+            else:
+                user.append(p)
         turn = Message(id=new_message_id(), user=user, date_time=runtime.now())
         instance.messages.append(turn)
         call_settings = dict(settings)
