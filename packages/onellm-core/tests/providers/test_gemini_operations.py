@@ -386,3 +386,61 @@ def test_a_grounding_support_naming_a_missing_chunk_is_malformed() -> None:
     }
     with pytest.raises(onellm.errors.MalformedResponseError, match="chunk 3"):
         decode_generate_content(msgspec.json.encode(answer))
+
+
+# -- stream = whole, for any split of an answer into chunks ----------------------------------------------------------
+
+_PART = st.one_of(
+    st.builds(lambda t: {"text": t}, st.text(min_size=1, max_size=8)),
+    st.builds(lambda t: {"text": t, "thoughtSignature": "c2ln"}, st.text(min_size=1, max_size=8)),
+    st.builds(lambda t: {"text": t, "thought": True}, st.text(min_size=1, max_size=8)),
+    st.builds(lambda n: {"functionCall": {"name": "f", "args": {"n": n}}}, st.integers(0, 9)),
+    st.just({"functionCall": {"name": "g", "args": {}}, "thoughtSignature": "Y2FsbA=="}),
+    st.just({"executableCode": {"language": "PYTHON", "code": "print(1)"}}),
+    st.just({"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "1\n"}}),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_PART, min_size=1, max_size=8), st.data())
+def test_any_split_of_an_answer_into_chunks_builds_the_whole_message(
+    parts: list[dict[str, Any]], data: st.DataObject
+) -> None:
+    """Split text parts into pieces (a signature stays on the first piece) and the parts into chunks: the stream
+    decoder builds the message the whole answer builds."""
+    pieces: list[dict[str, Any]] = []
+    for part in parts:
+        text = part.get("text")
+        if isinstance(text, str) and len(text) > 1:
+            cut = data.draw(st.integers(1, len(text) - 1))
+            pieces.append({**part, "text": text[:cut]})
+            pieces.append({k: v for k, v in part.items() if k != "thoughtSignature"} | {"text": text[cut:]})
+        else:
+            pieces.append(part)
+    bounds = sorted(set(data.draw(st.lists(st.integers(1, len(pieces)), max_size=4))) | {len(pieces)})
+    chunks: list[dict[str, Any]] = []
+    start = 0
+    for end in bounds:
+        if end > start:
+            chunks.append(
+                {"candidates": [{"content": {"role": "model", "parts": pieces[start:end]}}], "responseId": "r"}
+            )
+            start = end
+    chunks[-1]["candidates"][0]["finishReason"] = "STOP"
+    chunks[-1]["usageMetadata"] = {"promptTokenCount": 3, "candidatesTokenCount": 4}
+    whole = {
+        "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}],
+        "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 4},
+        "responseId": "r",
+    }
+    from onellm.messages._events import MessageAccumulator
+    from onellm.providers.gemini._response import ResponseDecoder
+
+    decoder = ResponseDecoder()
+    accumulator = MessageAccumulator()
+    for chunk in chunks:
+        for event in decoder.feed(msgspec.json.encode(chunk)):
+            accumulator.add(event)
+    for event in decoder.finish(require_finish_reason=True):
+        accumulator.add(event)
+    assert accumulator.message().to_data() == decode_generate_content(msgspec.json.encode(whole)).message.to_data()
