@@ -325,7 +325,8 @@ def test_an_image_in_a_tool_result_goes_as_a_function_response_part() -> None:
 def _proto_problems(body: dict[str, Any]) -> list[str]:
     from .test_gemini_request_schema import PACKAGE, unknown_fields
 
-    return unknown_fields(body, f"{PACKAGE}.GenerateContentRequest")
+    problems: list[str] = unknown_fields(body, f"{PACKAGE}.GenerateContentRequest")
+    return problems
 
 
 def test_other_providers_reasoning_is_not_sent() -> None:
