@@ -212,6 +212,8 @@ def test_a_catalog_entry_chooses_the_schema_form_and_thinking_style() -> None:
     gemini = GeminiProvider(api_key="k", catalog=catalog)
     assert gemini._settings("gemini-budget-x") == ("responseSchema", "budget")
     assert gemini._settings("gemini-levels-x") == ("responseJsonSchema", "levels")
+    assert GeminiProvider(api_key="k", catalog=False)._settings("gemini-budget-x") == ("responseJsonSchema", "auto")
+    assert GeminiProvider(api_key="k")._settings("gemini-budget-x") == ("responseJsonSchema", "auto")  # shipped
     request = ChatRequest(model="gemini-levels-x", messages=[], reasoning=ReasoningOptions(effort="high"))
     assert gemini._body(request)["generationConfig"] == {"thinkingConfig": {"thinkingLevel": "HIGH"}}
     request = ChatRequest(model="gemini-budget-x", messages=[], reasoning=ReasoningOptions(effort="disabled"))

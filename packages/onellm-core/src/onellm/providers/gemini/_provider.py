@@ -17,6 +17,7 @@ from onellm.clock import Clock
 from onellm.errors import (
     AuthError,
     MalformedResponseError,
+    OnellmError,
     ProviderError,
     RateLimitError,
     Secret,
@@ -137,8 +138,9 @@ class GeminiProvider:
 
     Per model, structured output uses `responseJsonSchema` unless the model takes the OpenAPI-subset
     `responseSchema`, and thinking is a token budget or a level. `schema_form` and `thinking` set these for every
-    model; otherwise `properties` (`schemaForm`, `thinking`) or, per model, the `catalog` entry decide
-    (`properties.schemaForm`, `thinking.budget`, `thinking.efforts`).
+    model; otherwise `properties` (`schemaForm`, `thinking`) or, per model, the entry of `catalog` decide
+    (`properties.schemaForm`, `thinking.budget`, `thinking.efforts`): the shipped catalog unless another is given,
+    `False` for none.
     """
 
     def __init__(
@@ -146,7 +148,7 @@ class GeminiProvider:
         *,
         api_key: Secret | str | None = None,
         base_url: str | None = None,
-        catalog: Catalog | None = None,
+        catalog: Catalog | bool | None = None,
         properties: Mapping[str, Any] | None = None,
         schema_form: str | None = None,
         thinking: str | None = None,
@@ -187,10 +189,15 @@ class GeminiProvider:
             return found
         schema_form = self._schema_form or self._properties.get("schemaForm")
         thinking = self._thinking or self._properties.get("thinking")
-        if (schema_form is None or thinking is None) and self._catalog is not None:
+        catalog = self._catalog
+        if (schema_form is None or thinking is None) and catalog is not False:
+            if catalog is None or catalog is True:
+                from onellm.catalog import Catalog
+
+                catalog = self._catalog = Catalog.shipped()
             try:
-                resolved = self._catalog.resolve(model)
-            except Exception:  # a model the catalog does not list: the defaults apply
+                resolved = catalog.resolve(model)
+            except OnellmError:  # a model the catalog does not list: the defaults apply
                 resolved = None
             if resolved is not None:
                 schema_form = schema_form or resolved.properties.get("schemaForm")
