@@ -476,3 +476,19 @@ def test_hostile_message_blocks_fail_with_a_position(block: str, line: int | Non
         assert error.line == line
     else:
         assert error.line >= 7
+
+
+def test_memory_store_sync_forms() -> None:
+    from onellm.instances import MemoryInstanceStore
+
+    store = MemoryInstanceStore()
+    inst = conversation(3, "mem")
+    store.save_sync(inst)
+    assert "mem" in store
+    assert len(store) == 1
+    assert store.text_of("mem") == inst.dumps()
+    loaded = store.load_sync("mem")
+    assert loaded == inst
+    assert loaded is not inst
+    assert store.load_sync("other") is None
+    assert store.assets("mem").put(b"x").storage == "memory"

@@ -83,6 +83,10 @@ class MemoryInstanceStore:
 
     async def save(self, instance: Instance) -> None:
         await anyio.lowlevel.checkpoint_if_cancelled()
+        self.save_sync(instance)
+
+    def save_sync(self, instance: Instance) -> None:
+        """Blocking form of `save` (it never blocks: the store is in memory)."""
         instance_id = validate_instance_id(instance.id)
         text = instance.dumps()
         summary = InstanceSummary(
@@ -98,6 +102,10 @@ class MemoryInstanceStore:
         self._items[instance_id] = _Entry(text, summary)
 
     async def load(self, instance_id: str) -> Instance | None:
+        return self.load_sync(instance_id)
+
+    def load_sync(self, instance_id: str) -> Instance | None:
+        """Blocking form of `load`."""
         entry = self._items.get(validate_instance_id(instance_id))
         if entry is None:
             return None
