@@ -10,6 +10,7 @@ import contextlib
 import os
 import secrets
 import sys
+import time
 from pathlib import Path
 
 __all__ = ["write_atomic"]
@@ -41,13 +42,28 @@ def write_atomic(path: Path, data: bytes, *, durable: bool = True, mtime_ns: int
             os.close(fd)
         if mtime_ns is not None:
             os.utime(tmp, ns=(mtime_ns, mtime_ns))
-        os.replace(tmp, path)
+        _replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
     if durable and sys.platform != "win32":
         _sync_directory(directory)
+
+
+def _replace(tmp: Path, path: Path) -> None:
+    if sys.platform != "win32":
+        os.replace(tmp, path)
+        return
+    # Windows refuses to replace a file another process has open (a reader, a virus scanner); such a hold is short.
+    for attempt in range(50):
+        try:
+            os.replace(tmp, path)
+            return
+        except PermissionError:
+            if attempt == 49:
+                raise
+            time.sleep(0.01)
 
 
 def _sync_directory(directory: Path) -> None:
