@@ -8,7 +8,15 @@ from typing import Any
 from onellm.errors import BadDefinitionError
 from onellm.yamlio._guard import walk_events
 
-__all__ = ["c_events", "convert_error", "decode_text", "position_of_offset", "python_events", "safe_load", "safe_load_all"]
+__all__ = [
+    "c_events",
+    "convert_error",
+    "decode_text",
+    "position_of_offset",
+    "python_events",
+    "safe_load",
+    "safe_load_all",
+]
 
 
 def position_of_offset(text: str, offset: int) -> tuple[int, int]:
