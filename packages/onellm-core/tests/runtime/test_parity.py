@@ -101,3 +101,36 @@ def test_async_and_sync_forms_agree(name: str, tmp_path: Path) -> None:
             results.append(CASES[name](sync, tmp_path))
         provider.assert_complete()
     assert results[0] == results[1]
+
+
+def test_an_interrupt_reaches_the_caller_and_the_loop_survives() -> None:
+    from onellm.runtime._sync import drive
+
+    async def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    async def fine() -> str:
+        return "ok"
+
+    with pytest.raises(KeyboardInterrupt):
+        drive(interrupted(), "ask")
+    assert drive(fine(), "ask") == "ok"
+
+    cleaned: list[str] = []
+
+    def ctrl_c() -> None:
+        raise KeyboardInterrupt
+
+    async def long_call() -> None:
+        import asyncio
+
+        asyncio.get_running_loop().call_later(0.01, ctrl_c)
+        try:
+            await anyio.sleep(10)
+        finally:
+            cleaned.append("cleanup ran")
+
+    with pytest.raises(KeyboardInterrupt):
+        drive(long_call(), "ask")
+    assert cleaned == ["cleanup ran"]
+    assert drive(fine(), "ask") == "ok"

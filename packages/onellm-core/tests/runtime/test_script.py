@@ -224,3 +224,31 @@ async def test_from_parts_expand_a_list_of_the_template_data(tmp_path: Path) -> 
     assert [p.name for p in user[1:] if isinstance(p, AssetPart)] == ["a.png", "b.png"]
     with pytest.raises(BadDefinitionError, match="not a list"):
         await runtime.run_script(flow, {"images": "a.png"})
+
+
+async def test_script_records_every_message(tmp_path: Path) -> None:
+    from onellm.records import EventRecordSink, Record
+
+    seen: list[Record] = []
+
+    async def keep(record: Record) -> None:
+        seen.append(record)
+
+    runtime, provider = _setup(records=[EventRecordSink(keep)])
+    flow = _write(
+        tmp_path,
+        "r.flow",
+        'model: gpt-6-luna\ninitialPrompts:\n  - user:\n      - text: "a"\n  - assistant:\n      - text: "b"\n'
+        '  - user:\n      - text: "c"\n',
+    )
+    provider.enqueue(ScriptStep.text_with_usage("1", 1, 1), ScriptStep.text_with_usage("2", 1, 1))
+    await runtime.run_script(flow)
+    assert [(r.kind, getattr(r, "event", None)) for r in seen] == [
+        ("run", "started"),
+        ("message", None),
+        ("inference", None),
+        ("message", None),
+        ("message", None),
+        ("inference", None),
+        ("run", "stopped"),
+    ]

@@ -711,7 +711,7 @@ class ModelCall:
                 usage=usage,
             ),
         ]
-        if self.owns_instance or self.final_state != "waiting":
+        if self.owns_instance:
             records.append(
                 RunRecord(
                     instance_id=self.instance.id,

@@ -204,7 +204,12 @@ async def run_script(
                 TextPart(render(p.text, f"initialPrompts[{index}]")) if isinstance(p, TextPart) else p
                 for p in prompt.assistant
             ]
-            instance.messages.append(Message(id=new_message_id(), assistant=answer, date_time=runtime.now()))
+            said = Message(id=new_message_id(), assistant=answer, date_time=runtime.now())
+            instance.messages.append(said)
+            if len(runtime.records):
+                from onellm.records import MessageRecord
+
+                await runtime.record(MessageRecord(instance_id=instance.id, message_id=said.id, message=said))
             continue
         user: list[Part] = []
         for n, p in enumerate(prompt.user):

@@ -63,9 +63,10 @@ def drive(awaitable: Awaitable[T], name: str) -> T:
     try:
         return loop.run_until_complete(task)
     except KeyboardInterrupt:
-        task.cancel()
-        with contextlib.suppress(BaseException):  # the task's own cleanup outcome; the caller sees the interrupt
-            loop.run_until_complete(task)
+        if not task.done():  # interrupted from outside (Ctrl-C): cancel the call and let its cleanup run
+            task.cancel()
+            with contextlib.suppress(BaseException):  # the cleanup's own outcome; the caller sees the interrupt
+                loop.run_until_complete(task)
         raise
 
 
