@@ -792,11 +792,11 @@ class ModelCall:
         return stream
 
     async def finish_stream(self) -> AskResult[Any]:
-        from onellm.testing._scripted import response_of
+        from onellm.providers._stream import response_from
 
         assert self.accumulator is not None
         try:
-            response = response_of(self.accumulator, self.request)
+            response = response_from(self.accumulator, self.request.warnings)
         except Exception as error:
             await self._failed(error)
             raise

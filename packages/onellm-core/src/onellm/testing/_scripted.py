@@ -40,7 +40,8 @@ from onellm.messages._events import (
     UsageEvent,
 )
 from onellm.providers._protocols import EmbeddingRequest, EmbeddingResponse
-from onellm.providers._request import ChatRequest, ChatResponse, FinishReason
+from onellm.providers._request import ChatRequest, ChatResponse
+from onellm.providers._stream import response_from
 
 if TYPE_CHECKING:
     from onellm.clock import Clock
@@ -238,7 +239,7 @@ class ScriptedProvider:
         accumulator = MessageAccumulator()
         async for event in self.stream(request):
             accumulator.add(event)
-        return response_of(accumulator, request)
+        return response_from(accumulator, request.warnings)
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         kept = copy.copy(request)
@@ -290,26 +291,6 @@ class ScriptedProvider:
         vectors = [_vector(text, size) for text in request.inputs]
         usage = Usage(model=request.model, input_tokens=sum(_tokens(t) for t in request.inputs))
         return EmbeddingResponse(vectors, usage, model=request.model)
-
-
-def response_of(accumulator: MessageAccumulator, request: ChatRequest | None = None) -> ChatResponse:
-    """The `ChatResponse` a finished accumulator describes."""
-    message = accumulator.message()
-    message.usage = accumulator.usage
-    raw = accumulator.finish_reason
-    try:
-        reason: FinishReason | None = FinishReason(raw) if raw is not None else None
-    except ValueError:
-        reason = FinishReason.OTHER
-    return ChatResponse(
-        message=message,
-        usage=accumulator.usage,
-        finish_reason=reason,
-        provider_finish_reason=raw,
-        model=accumulator.model,
-        id=accumulator.response_id,
-        warnings=list(request.warnings) if request is not None else [],
-    )
 
 
 def _tokens(text: str) -> int:
