@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 
+import msgspec
+
 from onellm.errors import MalformedResponseError
 
 __all__ = ["DEFAULT_MAX_EVENT_BYTES", "SseDecoder", "SseEvent", "aiter_sse", "iter_sse"]
@@ -20,27 +22,13 @@ __all__ = ["DEFAULT_MAX_EVENT_BYTES", "SseDecoder", "SseEvent", "aiter_sse", "it
 DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
 
 
-class SseEvent:
+class SseEvent(msgspec.Struct, frozen=True):
     """One dispatched event. `data` is the joined data lines as bytes; `event` is None when the stream named none."""
 
-    __slots__ = ("data", "event", "id", "retry")
-
-    def __init__(self, data: bytes, event: str | None = None, id: str | None = None, retry: int | None = None) -> None:
-        self.data = data
-        self.event = event
-        self.id = id
-        self.retry = retry
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SseEvent):
-            return NotImplemented
-        return (self.data, self.event, self.id, self.retry) == (other.data, other.event, other.id, other.retry)
-
-    def __hash__(self) -> int:
-        return hash((self.data, self.event, self.id, self.retry))
-
-    def __repr__(self) -> str:
-        return f"SseEvent(event={self.event!r}, data={self.data!r}, id={self.id!r}, retry={self.retry!r})"
+    data: bytes
+    event: str | None = None
+    id: str | None = None
+    retry: int | None = None
 
 
 class SseDecoder:
@@ -113,47 +101,44 @@ class SseDecoder:
     # -- line splitting -------------------------------------------------------------------------------------------
 
     def _lines_lf(self, buffer: bytes, events: list[SseEvent]) -> int:
-        position = 0
-        find = buffer.find
-        line = self._line
-        while True:
-            if not self._pending:
-                # Between events: take whole events at once. The common shapes (`data: ...` alone, or one
-                # `event: ...` line before it) are dispatched without going line by line.
-                end = find(b"\n\n", position)
-                if end >= 0:
-                    if self._event_block(buffer, position, end, events):
-                        position = end + 2
-                        continue
-                elif find(b"\n", position) < 0:
+        """Lines end in LF only (so far): cut the buffer into whole events at blank lines and keep the unfinished
+        last one for the next chunk. The common shapes (`data: ...` alone, or one `event: ...` line before it) are
+        dispatched without going line by line."""
+        if self._pending:  # an event begun in line-by-line reading; finish it that way
+            position = 0
+            find = buffer.find
+            while self._pending:
+                end = find(b"\n", position)
+                if end < 0:
                     return position
-            end = find(b"\n", position)
-            if end < 0:
-                return position
-            line(buffer[position:end], events)
-            position = end + 1
-
-    def _event_block(self, buffer: bytes, start: int, end: int, events: list[SseEvent]) -> bool:
-        """Dispatch the event in `buffer[start:end]` when it has one of the common shapes; False to go line by line."""
-        name: str | None = None
-        if buffer.startswith(b"event: ", start):
-            newline = buffer.find(b"\n", start, end)
-            if newline < 0:
-                return False
-            raw = buffer[start + 7 : newline]
-            name = self._names.get(raw)
-            if name is None:
-                if len(self._names) >= 256:
-                    return False
-                name = self._names[raw] = self._text(raw, "event")
-            start = newline + 1
-        if not buffer.startswith(b"data: ", start) or buffer.find(b"\n", start, end) >= 0:
-            return False
-        data = buffer[start + 6 : end]
-        if len(data) + 1 > self._max:
-            self._too_large()
-        events.append(SseEvent(data, name, self._id, None))
-        return True
+                self._line(buffer[position:end], events)
+                position = end + 1
+            return position + self._lines_lf(buffer[position:], events)
+        blocks = buffer.split(b"\n\n")
+        rest = blocks.pop()
+        append = events.append
+        for block in blocks:
+            if block[:6] == b"data: " and b"\n" not in block:
+                if len(block) - 5 > self._max:
+                    self._too_large()
+                append(SseEvent(block[6:], None, self._id))
+                continue
+            if block[:7] == b"event: ":
+                newline = block.find(b"\n")
+                if newline > 0 and block[newline + 1 : newline + 7] == b"data: " and block.find(b"\n", newline + 1) < 0:
+                    raw = block[7:newline]
+                    name = self._names.get(raw)
+                    if name is None and len(self._names) < 256:
+                        name = self._names[raw] = self._text(raw, "event")
+                    if name is not None:
+                        if len(block) - newline - 6 > self._max:
+                            self._too_large()
+                        append(SseEvent(block[newline + 7 :], name, self._id))
+                        continue
+            for line in block.split(b"\n"):
+                self._line(line, events)
+            self._line(b"", events)
+        return len(buffer) - len(rest)
 
     def _lines_any(self, buffer: bytes, events: list[SseEvent], *, final: bool) -> int:
         position = 0
