@@ -9,12 +9,12 @@ google.genai, litellm. Each figure is wall time of `python -c "import X"` minus 
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
 import importlib.util
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 MODULES = ["onellm", "httpx", "msgspec", "openai", "anthropic", "google.genai", "litellm"]
