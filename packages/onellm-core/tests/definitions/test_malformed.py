@@ -119,3 +119,11 @@ def test_generated_hostile_input_stays_small_in_memory(label: str, text: str | b
         tracemalloc.stop()
     # A few times the text, never the expansion the aliases or the nesting would make.
     assert peak < 16 * 1024 * 1024 + 12 * len(text)
+
+
+def test_a_reference_may_name_registered_tools_alone() -> None:
+    # the getting-started agent names tools the host registered, with no routine or swarm
+    text = "model: claude-sonnet\nreferences:\n  - tools: [get_docket, task_complete]\n"
+    definition = Definition.loads(text, file="clerk.yaml")
+    assert [r.tools for r in definition.references] == [["get_docket", "task_complete"]]
+    assert definition.dumps() == text

@@ -77,7 +77,8 @@ class Thinking:
 
 @dataclass
 class Reference:
-    """A tool source the agent would like: a `routine` (path or URI, optionally some of its `tools`) or a `swarm`.
+    """A tool source the agent would like: a `routine` (path or URI, optionally some of its `tools`), a `swarm`, or
+    `tools` alone (tools the host registered on the runtime, by name).
 
     Loading never grants anything: the runtime's grants decide whether a reference is usable.
     """
@@ -113,8 +114,9 @@ class Reference:
                 obj.extra[key] = v
         if obj.routine is not None and obj.swarm is not None:
             raise r.error("a reference names either a routine or a swarm, not both", path)
-        if obj.routine is None and obj.swarm is None:
-            raise r.error("a reference needs a routine or a swarm", path)
+        if obj.routine is None and obj.swarm is None and obj.tools is None:
+            # `tools` alone names tools the host registered on the runtime (the getting-started agent does this)
+            raise r.error("a reference needs a routine, a swarm or a list of tools", path)
         if obj.swarm is not None and obj.tools is not None:
             raise r.error("tools can only narrow a routine; a swarm gives every tool", [*path, "tools"])
         obj._keys = tuple(d)
