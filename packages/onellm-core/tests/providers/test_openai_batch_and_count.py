@@ -181,3 +181,14 @@ def test_count_tokens_sends_only_the_fields_the_endpoint_takes() -> None:
         "model": "gpt-5",
         "input": [{"role": "user", "content": "Tell me a joke."}],
     }
+
+
+def test_a_missing_key_fails_before_anything_is_sent(monkeypatch: pytest.MonkeyPatch) -> None:
+    from onellm.errors import AuthError
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    api = Api(BATCH, b"")
+    bare = OpenAIProvider(http_client=httpx.AsyncClient(transport=httpx.MockTransport(api)), clock=FakeClock())
+    with pytest.raises(AuthError, match="OPENAI_API_KEY"):
+        anyio.run(bare.send, requests()[0])
+    assert api.seen == []

@@ -14,7 +14,7 @@ from onellm.errors import CapabilityMissingError
 if TYPE_CHECKING:
     from onellm.messages import AssetPart, Part
 
-__all__ = ["asset_base64", "asset_url", "json_text", "parse_arguments", "result_text", "strict_schema"]
+__all__ = ["asset_base64", "asset_url", "json_text", "result_text", "strict_schema"]
 
 _ENCODER = msgspec.json.Encoder(decimal_format="number")
 
@@ -22,19 +22,6 @@ _ENCODER = msgspec.json.Encoder(decimal_format="number")
 def json_text(value: Any) -> str:
     """Compact JSON text of a plain value; decimals stay exact numbers."""
     return _ENCODER.encode(value).decode("utf-8")
-
-
-def parse_arguments(text: str) -> tuple[dict[str, Any], str | None]:
-    """A tool call's argument text as (inputs, invalid text). Text that is not a JSON object is kept, never dropped."""
-    if not text.strip():
-        return {}, None
-    try:
-        value = msgspec.json.decode(text)
-    except msgspec.DecodeError:
-        return {}, text
-    if isinstance(value, dict):
-        return value, None
-    return {}, text
 
 
 def asset_base64(part: AssetPart) -> str | None:

@@ -12,10 +12,10 @@ import httpx
 import msgspec
 
 from onellm.clock import Clock
-from onellm.errors import MalformedResponseError, ProviderError, Secret
+from onellm.errors import AuthError, MalformedResponseError, ProviderError, Secret
 from onellm.messages import Usage
 from onellm.messages._events import StreamEvent
-from onellm.providers._http import HttpCall, HttpTransport, base_url, decode_json
+from onellm.providers._http import HttpCall, HttpTransport, decode_json
 from onellm.providers._protocols import EmbeddingRequest, EmbeddingResponse
 from onellm.providers._request import ChatRequest, ChatResponse
 from onellm.providers._retry import RetryPolicy
@@ -60,27 +60,6 @@ class OpenAICompatibleProvider:
         self._headers = {"content-type": "application/json", "accept": "application/json", **(headers or {})}
         if self._key is not None and self._key:
             self._headers["authorization"] = f"Bearer {self._key.reveal()}"
-
-    @classmethod
-    def for_preset(
-        cls,
-        name: str,
-        *,
-        default_base_url: str,
-        key_variable: str | None = None,
-        properties: Mapping[str, Any] | None = None,
-        **options: Any,
-    ) -> OpenAICompatibleProvider:
-        """A provider for a catalog preset: its base URL (overridable by the catalog), and its key from the
-        environment variable the preset names."""
-        key = os.environ.get(key_variable) if key_variable else None
-        return cls(
-            base_url=base_url(default_base_url, configured=options.pop("base_url", None)),
-            api_key=Secret(key) if key else None,
-            name=name,
-            properties=properties,
-            **options,
-        )
 
     def _call(self, path: str, body: Mapping[str, Any], *, stream: bool = False) -> HttpCall:
         headers = dict(self._headers)
@@ -175,6 +154,13 @@ class OpenAIProvider(OpenAICompatibleProvider):
         self.api = api
         self.store = store
         self._properties = dict(properties or {})
+
+    def _call(self, path: str, body: Mapping[str, Any], *, stream: bool = False) -> HttpCall:
+        if self._key is None or not self._key:
+            raise AuthError(
+                "No API key. Set the environment variable OPENAI_API_KEY or pass api_key=.", provider=self.name
+            )
+        return super()._call(path, body, stream=stream)
 
     async def send(self, request: ChatRequest) -> ChatResponse:
         if self.api == "chat":
