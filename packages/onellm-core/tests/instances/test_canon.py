@@ -14,7 +14,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from onellm.instances._canon import Unsupported, emit_block, emit_mapping, parse_block, parse_mapping, scalar
+from onellm.instances._canon import (
+    _PLAIN,
+    _RESERVED,
+    Unsupported,
+    emit_block,
+    emit_mapping,
+    parse_block,
+    parse_mapping,
+    plain,
+    scalar,
+)
 from onellm.yamlio import load_document, safe_load
 
 TRICKY = [
@@ -236,3 +246,14 @@ def test_deep_nesting_is_declined_not_recursed() -> None:
         data = {"k": data}
     with pytest.raises(Unsupported):
         parse_block(emit_block({"deep": data}))
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.text(st.characters(min_codepoint=0, max_codepoint=0x7F), max_size=12)
+    | st.lists(st.sampled_from([*"aZ_/:# -\t.1é", "  ", ": ", " #", "yes", "Null"]), max_size=8).map("".join)
+    | st.sampled_from(TRICKY)
+)
+def test_the_quick_plain_check_agrees_with_the_plain_pattern(text: str) -> None:
+    expected = _PLAIN.fullmatch(text) is not None and text.lower() not in _RESERVED
+    assert plain(text) == expected

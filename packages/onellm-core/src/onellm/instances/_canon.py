@@ -21,7 +21,7 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["Unsupported", "emit_block", "emit_mapping", "parse_block", "parse_mapping"]
+__all__ = ["Unsupported", "emit_block", "emit_mapping", "parse_block", "parse_entries", "parse_mapping"]
 
 
 class Unsupported(Exception):
@@ -37,7 +37,6 @@ _PLAIN = re.compile(
 )
 _RESERVED = frozenset({"true", "false", "null", "yes", "no", "on", "off", "y", "n"})
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_INT = re.compile(r"-?(?:0|[1-9][0-9]{0,17})")
 _DEC = re.compile(r"-?(?:0|[1-9][0-9]{0,40})\.[0-9]{1,40}")
 # Bytes of the ASCII characters a file may hold as they are; every byte of a multi-byte character is let through here
 # and the few non-ASCII characters that are not allowed are found by `_UNSAFE_WIDE`.
@@ -83,12 +82,31 @@ def printable(text: str) -> bool:
 
 
 _plain_cache: dict[str, bool] = {}
+_PLAIN_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_/")
+
+
+def plain(text: str) -> bool:
+    """True when `text` may be written as a plain scalar and reads back as this string (`_PLAIN`, not a reserved
+    word). ASCII text, nearly all of it, is checked with a few substring tests instead of the pattern: every printable
+    ASCII character may stand in a plain scalar except that a space may not be doubled or end it, and `: `, ` #`
+    and a final `:` may not appear."""
+    if not text.isascii():
+        return _PLAIN.fullmatch(text) is not None  # no reserved word holds a non-ASCII character
+    return (
+        text[:1] in _PLAIN_FIRST
+        and text.isprintable()
+        and ": " not in text
+        and " #" not in text
+        and "  " not in text
+        and text[-1] not in " :"
+        and (len(text) > 5 or text.lower() not in _RESERVED)
+    )
 
 
 def _plain_ok(text: str) -> bool:
     found = _plain_cache.get(text)
     if found is None:
-        found = _PLAIN.fullmatch(text) is not None and text.lower() not in _RESERVED
+        found = plain(text)
         if len(text) < 100 and len(_plain_cache) < 20_000:
             _plain_cache[text] = found
     return found
@@ -240,71 +258,21 @@ def emit_block(data: Mapping[str, Any], indent: int = 0) -> str:
 # ---------------------------------------------------------------------------------------------------------------------
 # The fast reader.
 #
-# Tokenizing is done in two steps, so the bulk of a file (the lines of literal bodies: file contents, command output)
-# is passed over by one quick search per body instead of being matched line by line:
-#
-# 1. Find the next literal indicator line (`key: |-`, `- |`, `- key: |`), and the end of its body: the first line
-#    that is neither empty nor indented to the body's column (two columns past the key, four past a `- key:`). The
-#    body's first line must start with content at exactly that column, which is how YAML detects its indentation.
-# 2. Cut the structural text between bodies into logical lines with one `findall`: indentation, `- `, key, rest.
-#
-# Every line matches the line pattern (its last part takes any text), so the tokens tile the text: nothing is skipped.
+# One regular expression cuts the text into logical lines, each a tuple (indentation, dash, key, literal indicator,
+# literal body, rest of the line). A literal indicator line (`key: |-`, `- |`, `- key: |`) takes its whole body in the
+# same match: the first body line must hold content at exactly the body's column (two past the line's indentation, four
+# past a `- key:`), which is how YAML detects the indentation, and the body runs on over every line that is empty or
+# indented at least that far. So the bulk of a file (file contents, command output) is passed over inside the regular
+# expression engine, and only the structural lines reach Python. Every line ends in a newline and matches the pattern
+# (its last part takes any text), so the tokens tile the text: nothing is skipped.
 
-_LINE = re.compile(
-    r"""(?=[\s\S])([ ]*)(-[ ]|-(?=\n|\Z))?(?:([A-Za-z_][A-Za-z0-9_]*|"(?:[^"\\\n]|\\.)*"):(?:[ ]|(?=\n|\Z)))?([^\n]*)(?:\n|\Z)"""
+_KEY_TEXT = r'[A-Za-z_][A-Za-z0-9_]*|"(?:[^"\\\n]|\\.)*"'
+_BODY_PAD = r"\1[ ][ ](?(2)(?(3)[ ][ ]))"
+_TOKEN = re.compile(
+    rf"([ ]*+)(-[ ]|-(?=\n))?(?:({_KEY_TEXT}):(?:[ ]|(?=\n)))?"
+    rf"(?:(\|-?)\n({_BODY_PAD}[^ \t\n][^\n]*+\n(?:{_BODY_PAD}[^\n]*+\n|\n)*+)|([^\n]*+)\n)"
 )
-# A whole literal indicator line, matched at a line start.
-_INDICATOR = re.compile(r"""([ ]*)(-[ ])?(?:([A-Za-z_][A-Za-z0-9_]*|"(?:[^"\\\n]|\\.)*"):[ ])?\|-?\n""")
-_BODY_ENDS: dict[int, re.Pattern[str]] = {}
-
-
-def _body_end(indent: int) -> re.Pattern[str]:
-    found = _BODY_ENDS.get(indent)
-    if found is None:
-        found = _BODY_ENDS[indent] = re.compile(rf"\n(?!\n|[ ]{{{indent}}})")
-    return found
-
-
-def _next_indicator(text: str, pos: int) -> re.Match[str] | None:
-    """The next literal indicator line at or after `pos` (a line start). Candidates are found by looking for `|`,
-    which is rare outside literal bodies, and checked with the full line pattern."""
-    find = text.find
-    at = find("|", pos)
-    while at >= 0:
-        after = text[at + 1 : at + 3]
-        if after[:1] == "\n" or after == "-\n":
-            start = text.rfind("\n", pos, at) + 1
-            if start == 0:
-                start = pos
-            found = _INDICATOR.match(text, start)
-            if found is not None and found.end() == at + len(after.split("\n")[0]) + 2:
-                return found
-        at = find("|", at + 1)
-    return None
-
-
-def _tokenize(text: str) -> tuple[list[tuple[str, str, str, str]], dict[int, str]]:
-    """The logical lines of `text`, and the literal body of each indicator line (by token index)."""
-    tokens: list[tuple[str, str, str, str]] = []
-    bodies: dict[int, str] = {}
-    pos = 0
-    end = len(text)
-    while pos < end:
-        found = _next_indicator(text, pos)
-        if found is None:
-            tokens += _LINE.findall(text, pos)
-            break
-        tokens += _LINE.findall(text, pos, found.end())
-        index = len(tokens) - 1
-        body_start = found.end()
-        pad = len(found[1]) + (4 if found[2] and found[3] else 2)
-        if body_start + pad >= end or text[body_start + pad] in " \n" or not text.startswith(" " * pad, body_start):
-            raise Unsupported
-        stop = _body_end(pad).search(text, body_start)
-        pos = end if stop is None else stop.end()
-        bodies[index] = text[body_start:pos]
-    return tokens, bodies
-
+_Token = tuple[str, str, str, str, str, str]
 
 _MAX_DEPTH = 64
 # Scalars seen before (tool names, counters, models, labels, small numbers) are looked up instead of parsed again.
@@ -313,117 +281,127 @@ _scalars: dict[str, Any] = {}
 _MISSING: Any = object()
 
 
-class _Reader:
-    __slots__ = ("bodies", "depth", "i", "n", "tokens")
+def _tokens(text: str, pos: int = 0) -> list[_Token]:
+    if not text.endswith("\n"):
+        raise Unsupported
+    return _TOKEN.findall(text, pos)
 
-    def __init__(self, text: str) -> None:
-        self.tokens, self.bodies = _tokenize(text)
-        self.n = len(self.tokens)
-        self.i = 0
-        self.depth = 0
 
-    def literal(self, rest: str, indent: int) -> str:
-        body = self.bodies.get(self.i - 1)
-        if body is None:
-            raise Unsupported
-        text = body[indent:].replace("\n" + " " * indent, "\n")
-        stripped = text.rstrip("\n")
-        if rest == "|" and len(stripped) != len(text):
-            return stripped + "\n"
-        return stripped
+def _literal(body: str, indicator: str, pad: int) -> str:
+    text = body[pad:].replace("\n" + " " * pad, "\n").rstrip("\n")
+    return text + "\n" if indicator == "|" else text
 
-    def sequence(self, indent: int) -> list[Any]:
-        self.depth += 1
-        if self.depth > _MAX_DEPTH:
-            raise Unsupported
-        tokens = self.tokens
-        out: list[Any] = []
-        while self.i < self.n:
-            ind, dash, key, rest = tokens[self.i]
-            size = len(ind)
-            if size != indent or not dash:
-                if size > indent:
-                    raise Unsupported
-                break
-            self.i += 1
-            if key:
-                out.append(self.mapping(indent + 2, key, rest))
-            elif rest:
-                out.append(self.literal(rest, indent + 2) if rest[0] == "|" else _scalar(rest))
-            else:
-                out.append(self.nested(indent))
-        self.depth -= 1
-        return out
 
-    def nested(self, parent: int) -> Any:
-        if self.i >= self.n:
-            raise Unsupported
-        ind, dash, key, rest = self.tokens[self.i]
-        size = len(ind)
-        if size <= parent:
-            raise Unsupported
-        if dash:
-            return self.sequence(size)
-        if not key:
-            raise Unsupported
-        self.i += 1
-        return self.mapping(size, key, rest)
+def _name(key: str) -> Any:
+    """A key as written, checked: quoted keys are decoded, keys YAML reads as anything but a string are declined."""
+    if key[0] == '"':
+        try:
+            return _str_decode(key)
+        except msgspec.DecodeError:
+            raise Unsupported from None
+    if key.lower() in _RESERVED:
+        raise Unsupported
+    if len(key) < 1000 and len(_good_keys) < _CACHE_LIMIT:
+        _good_keys.add(key)
+    return key
 
-    def mapping(self, indent: int, key: str, rest: str) -> dict[Any, Any]:
-        self.depth += 1
-        if self.depth > _MAX_DEPTH:
-            raise Unsupported
-        tokens = self.tokens
-        out: dict[Any, Any] = {}
-        while True:
-            if key in _good_keys:
-                name: Any = key
-            elif key[0] == '"':
-                try:
-                    name = _str_decode(key)
-                except msgspec.DecodeError:
-                    raise Unsupported from None
-            elif key.lower() in _RESERVED:
+
+def _read_sequence(tokens: list[_Token], i: int, n: int, indent: int, depth: int) -> tuple[list[Any], int]:
+    """The entries whose dashes sit at column `indent`, from token `i` (itself an entry)."""
+    if depth > _MAX_DEPTH:
+        raise Unsupported
+    out: list[Any] = []
+    append = out.append
+    scalars = _scalars
+    missing = _MISSING
+    pad = " " * indent
+    inner = indent + 2
+    value: Any
+    while i < n:
+        ind, dash, key, lit, body, rest = tokens[i]
+        if ind != pad or not dash:
+            if len(ind) > indent:
                 raise Unsupported
-            else:
-                name = key
-                if len(key) < 1000 and len(_good_keys) < _CACHE_LIMIT:
-                    _good_keys.add(key)
-            if name in out:
+            break
+        i += 1
+        if key:
+            value, i = _read_mapping(tokens, i, n, inner, key, lit, body, rest, depth + 1)
+        elif lit:
+            value = _literal(body, lit, inner)
+        elif rest:
+            value = scalars.get(rest, missing)
+            if value is missing:
+                value = _scalar(rest)
+        else:
+            value, i = _read_nested(tokens, i, n, indent, depth + 1)
+        append(value)
+    return out, i
+
+
+def _read_nested(tokens: list[_Token], i: int, n: int, parent: int, depth: int) -> tuple[Any, int]:
+    """The collection that starts at token `i`, indented past `parent`."""
+    if i >= n:
+        raise Unsupported
+    ind, dash, key, lit, body, rest = tokens[i]
+    size = len(ind)
+    if size <= parent:
+        raise Unsupported
+    if dash:
+        return _read_sequence(tokens, i, n, size, depth)
+    if not key:
+        raise Unsupported
+    return _read_mapping(tokens, i + 1, n, size, key, lit, body, rest, depth)
+
+
+def _read_mapping(
+    tokens: list[_Token], i: int, n: int, indent: int, key: str, lit: str, body: str, rest: str, depth: int
+) -> tuple[dict[Any, Any], int]:
+    """The mapping at column `indent` whose first entry (already taken) is `key` with `lit`, `body`, `rest`."""
+    if depth > _MAX_DEPTH:
+        raise Unsupported
+    out: dict[Any, Any] = {}
+    good = _good_keys
+    scalars = _scalars
+    missing = _MISSING
+    pad = " " * indent
+    inner = indent + 2
+    while True:
+        name: Any = key if key in good else _name(key)
+        if name in out:
+            raise Unsupported
+        if rest:
+            value = scalars.get(rest, missing)
+            if value is missing:
+                value = _scalar(rest)
+        elif lit:
+            value = _literal(body, lit, inner)
+        else:
+            # The value is a collection on the lines below: a mapping indented further, or a sequence whose dashes
+            # sit at the key's column or further in.
+            if i >= n:
                 raise Unsupported
-            if rest:
-                value = _scalars.get(rest, _MISSING)
-                if value is _MISSING:
-                    value = self.literal(rest, indent + 2) if rest[0] == "|" else _scalar(rest)
-                out[name] = value
+            below = tokens[i]
+            size = len(below[0])
+            if size > indent:
+                value, i = _read_nested(tokens, i, n, indent, depth + 1)
+            elif size == indent and below[1]:
+                value, i = _read_sequence(tokens, i, n, indent, depth + 1)
             else:
-                if self.i >= self.n:
-                    raise Unsupported
-                nxt = tokens[self.i]
-                size = len(nxt[0])
-                if size > indent:
-                    out[name] = self.nested(indent)
-                elif size == indent and nxt[1]:
-                    out[name] = self.sequence(indent)
-                else:
-                    raise Unsupported
-            if self.i >= self.n:
-                break
-            ind, dash, key, rest = tokens[self.i]
-            size = len(ind)
-            if size < indent:
-                break
-            if size != indent or dash or not key:
                 raise Unsupported
-            self.i += 1
-        self.depth -= 1
-        return out
+        out[name] = value
+        if i >= n:
+            return out, i
+        ind, dash, key, lit, body, rest = tokens[i]
+        if ind != pad:
+            if len(ind) < indent:
+                return out, i
+            raise Unsupported
+        if dash or not key:
+            raise Unsupported
+        i += 1
 
 
 def _scalar(rest: str) -> Any:
-    found = _scalars.get(rest, _MISSING)
-    if found is not _MISSING:
-        return found
     first = rest[0]
     value: Any
     if first == '"':
@@ -432,7 +410,8 @@ def _scalar(rest: str) -> Any:
         except msgspec.DecodeError:
             raise Unsupported from None
     if first in "-0123456789":
-        if _INT.fullmatch(rest):
+        digits = rest[1:] if first == "-" else rest
+        if digits.isdigit() and digits.isascii() and len(digits) < 19 and (digits[0] != "0" or len(digits) == 1):
             value = int(rest)
         elif _DEC.fullmatch(rest):
             value = Decimal(rest)
@@ -448,7 +427,7 @@ def _scalar(rest: str) -> Any:
         return []
     elif rest == "{}":
         return {}
-    elif _PLAIN.fullmatch(rest) and rest.lower() not in _RESERVED:
+    elif plain(rest):
         value = rest
     else:
         raise Unsupported
@@ -457,25 +436,37 @@ def _scalar(rest: str) -> Any:
     return value
 
 
+def parse_entries(text: str, pos: int = 0, indent: int = 0) -> list[Any]:
+    """Read the sequence entries whose dashes sit at column `indent`, from `pos` (a line start) to the end of `text`:
+    the message blocks of an instance file, all at once."""
+    tokens = _tokens(text, pos)
+    n = len(tokens)
+    if not n:
+        return []
+    items, i = _read_sequence(tokens, 0, n, indent, 0)
+    if i != n:
+        raise Unsupported
+    return items
+
+
 def parse_block(text: str, indent: int = 0) -> Any:
     """Read one sequence entry whose dash sits at column `indent` (the text `emit_block` writes)."""
-    reader = _Reader(text)
-    items = reader.sequence(indent)
-    if reader.i != reader.n or len(items) != 1:
+    items = parse_entries(text, 0, indent)
+    if len(items) != 1:
         raise Unsupported
     return items[0]
 
 
 def parse_mapping(text: str) -> dict[Any, Any]:
     """Read a top-level block mapping (the text `emit_mapping` writes at indent 0)."""
-    reader = _Reader(text)
-    if not reader.tokens:
+    if not text:
         return {}
-    ind, dash, key, rest = reader.tokens[0]
+    tokens = _tokens(text)
+    n = len(tokens)
+    ind, dash, key, lit, body, rest = tokens[0]
     if ind or dash or not key:
         raise Unsupported
-    reader.i = 1
-    out = reader.mapping(0, key, rest)
-    if reader.i != reader.n:
+    out, i = _read_mapping(tokens, 1, n, 0, key, lit, body, rest, 1)
+    if i != n:
         raise Unsupported
     return out

@@ -23,19 +23,17 @@ __all__ = ["Layout", "header_end", "split"]
 _MESSAGES = re.compile(r"^messages:(?P<empty>[ ]+\[\])?[ ]*(?:#[^\n]*)?(?:\n|\Z)", re.MULTILINE)
 _FIRST_ENTRY = re.compile(r"(?P<indent>[ ]*)-(?:[ ]|\n|\Z)")
 _SKIP = re.compile(r"(?:[ ]*(?:#[^\n]*)?\n)*")
-_ENTRY_PATTERNS: dict[int, tuple[re.Pattern[str], re.Pattern[str]]] = {}
+_STRAY_PATTERNS: dict[int, re.Pattern[str]] = {}
 
 
-def _patterns(indent: int) -> tuple[re.Pattern[str], re.Pattern[str]]:
-    found = _ENTRY_PATTERNS.get(indent)
+def _stray(indent: int) -> re.Pattern[str]:
+    """A line that can belong to no entry of a sequence whose dashes sit at `indent`: less indented than the dashes
+    and not a comment or blank, or at the dashes' column without a dash."""
+    found = _STRAY_PATTERNS.get(indent)
     if found is None:
-        found = (
-            re.compile(rf"\n[ ]{{{indent}}}-(?:[ ]|\n|\Z)"),
-            # A line that can belong to no entry of this sequence: less indented than the dashes and not a comment
-            # or blank, or at the dashes' column without a dash.
-            re.compile(rf"\n(?![ ]{{{indent + 1}}}|[ ]{{{indent}}}-(?:[ ]|\n|\Z)|[ ]*#|[ ]*(?:\n|\Z))"),
+        found = _STRAY_PATTERNS[indent] = re.compile(
+            rf"\n(?![ ]{{{indent + 1}}}|[ ]{{{indent}}}-(?:[ ]|\n|\Z)|[ ]*#|[ ]*(?:\n|\Z))"
         )
-        _ENTRY_PATTERNS[indent] = found
     return found
 
 
@@ -53,43 +51,61 @@ class Layout:
     """The column of the entries' dashes."""
     blocks: list[str]
     """The text of each entry, in order."""
+    start: int
+    """Where the first entry starts in the text (the blocks run from there to the end)."""
     explicit_empty: bool
     """The file says `messages: []`."""
 
+    def has_strays(self, text: str) -> bool:
+        """True when a line among the blocks belongs to no entry (a top-level key after the messages, say), so the
+        blocks cannot be read one by one. A reader of the whole run of entries finds such lines by itself."""
+        return bool(self.blocks) and _stray(self.indent).search(text, self.start) is not None
+
 
 def split(text: str) -> Layout | None:
-    """Cut `text` into header and message blocks, or None when it is not in the canonical layout."""
+    """Cut `text` into header and message blocks, or None when it is not in the canonical layout.
+
+    The blocks are cut at every line that starts with a dash at the first entry's column; `Layout.has_strays` says
+    whether some line between them fits no entry.
+    """
     if "\r" in text or not printable(text):
         return None
     found = _MESSAGES.search(text)
     if found is None:
         if re.search(r"^messages[ ]*:", text, re.MULTILINE) or re.search(r'^["\']messages["\'][ ]*:', text, re.M):
             return None
-        return Layout(text, None, "", 0, [], False)
+        return Layout(text, None, "", 0, [], len(text), False)
     header = text[: found.start()]
     tail_start = found.end()
     if found["empty"]:
         if text[tail_start:].strip(" \n") and _SKIP.fullmatch(text, tail_start) is None:
             return None
-        return Layout(header, found[0], text[tail_start:], 0, [], True)
+        return Layout(header, found[0], text[tail_start:], 0, [], len(text), True)
     skipped = _SKIP.match(text, tail_start)
     assert skipped is not None
     first = skipped.end()
     if first >= len(text):
         # `messages:` with nothing under it reads as null: an absent list.
-        return Layout(header, found[0], text[tail_start:], 0, [], False)
+        return Layout(header, found[0], text[tail_start:], 0, [], len(text), False)
     entry = _FIRST_ENTRY.match(text, first)
     if entry is None:
         return None
     indent = len(entry["indent"])
-    starts_re, stray_re = _patterns(indent)
-    if stray_re.search(text, first):
-        return None
+    # An entry starts at each line with a dash at the first entry's column, followed by a space or the line's end.
+    needle = "\n" + " " * indent + "-"
+    width = len(needle)
+    end = len(text)
     starts = [first]
-    starts += [m.start() + 1 for m in starts_re.finditer(text, first)]
-    starts.append(len(text))
+    find = text.find
+    at = find(needle, first)
+    while at >= 0:
+        after = at + width
+        if after == end or text[after] in " \n":
+            starts.append(at + 1)
+        at = find(needle, after)
+    starts.append(end)
     blocks = [text[starts[i] : starts[i + 1]] for i in range(len(starts) - 1)]
-    return Layout(header, found[0], text[tail_start:first], indent, blocks, False)
+    return Layout(header, found[0], text[tail_start:first], indent, blocks, first, False)
 
 
 _TOP_LEVEL_AFTER = re.compile(r"\n(?![ \n#-])")

@@ -20,6 +20,7 @@ the format that messages are immutable once appended: to change a message, put a
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -467,10 +468,17 @@ class Instance:
         text = decode_text(text, file=file)
         layout = _layout.split(text)
         if layout is not None:
+            # A long instance is tens of thousands of new objects, none of them garbage: the cyclic collector would
+            # only walk them again and again, so it waits until they are built.
+            collecting = gc.isenabled()
+            gc.disable()
             try:
                 inst = cls._from_layout(text, layout, file)
             except BadDefinitionError:
                 inst = None  # read again by the general loader, which places the error
+            finally:
+                if collecting:
+                    gc.enable()
             if inst is not None:
                 return inst
         return cls._from_general(text, file)
@@ -495,17 +503,29 @@ class Instance:
         indent = layout.indent
         messages: list[Message] = []
         blocks: dict[int, tuple[Message, str]] = {}
-        for i, block in enumerate(layout.blocks):
-            try:
-                data = _canon.parse_block(block, indent)
-            except _canon.Unsupported:
-                parsed = safe_load(block, file=file)
-                if not isinstance(parsed, list) or len(parsed) != 1:
-                    return None
-                data = parsed[0]
+        texts = layout.blocks
+        try:
+            entries: list[Any] | None = _canon.parse_entries(text, layout.start, indent)
+        except _canon.Unsupported:
+            entries = None
+        if entries is None or len(entries) != len(texts):
+            # Some block is outside the canonical shape: read the blocks one by one, each by the fast reader if it
+            # can, else by the general loader; unless a line fits no block, and the file must be read whole.
+            if layout.has_strays(text):
+                return None
+            entries = []
+            for block in texts:
+                try:
+                    entries.append(_canon.parse_block(block, indent))
+                except _canon.Unsupported:
+                    parsed = safe_load(block, file=file)
+                    if not isinstance(parsed, list) or len(parsed) != 1:
+                        return None
+                    entries.append(parsed[0])
+        for i, data in enumerate(entries):
             msg = Message.from_data(data, f"messages[{i}]")
             messages.append(msg)
-            blocks[id(msg)] = (msg, block)
+            blocks[id(msg)] = (msg, texts[i])
         inst.messages = messages
         inst._blocks = blocks
         if layout.explicit_empty:
