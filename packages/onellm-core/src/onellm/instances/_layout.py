@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from onellm.instances._canon import printable
 
-__all__ = ["Layout", "header_end", "split"]
+__all__ = ["Layout", "cut", "header_end", "split"]
 
 _MESSAGES = re.compile(r"^messages:(?P<empty>[ ]+\[\])?[ ]*(?:#[^\n]*)?(?:\n|\Z)", re.MULTILINE)
 _FIRST_ENTRY = re.compile(r"(?P<indent>[ ]*)-(?:[ ]|\n|\Z)")
@@ -49,24 +49,27 @@ class Layout:
     """Blank and comment lines between the `messages:` line and the first entry."""
     indent: int
     """The column of the entries' dashes."""
-    blocks: list[str]
-    """The text of each entry, in order."""
     start: int
-    """Where the first entry starts in the text (the blocks run from there to the end)."""
+    """Where the first entry starts in the text (the entries run from there to the end); the text's length when
+    there are none."""
     explicit_empty: bool
     """The file says `messages: []`."""
 
     def has_strays(self, text: str) -> bool:
         """True when a line among the blocks belongs to no entry (a top-level key after the messages, say), so the
         blocks cannot be read one by one. A reader of the whole run of entries finds such lines by itself."""
-        return bool(self.blocks) and _stray(self.indent).search(text, self.start) is not None
+        return self.start < len(text) and _stray(self.indent).search(text, self.start) is not None
+
+    def blocks(self, text: str) -> list[str]:
+        """The text of each entry, in order (see `cut`)."""
+        return cut(text, self.start, self.indent)
 
 
 def split(text: str) -> Layout | None:
     """Cut `text` into header and message blocks, or None when it is not in the canonical layout.
 
-    The blocks are cut at every line that starts with a dash at the first entry's column; `Layout.has_strays` says
-    whether some line between them fits no entry.
+    The entries are not cut apart here (`Layout.blocks` does that); `Layout.has_strays` says whether some line among
+    them fits no entry.
     """
     if "\r" in text or not printable(text):
         return None
@@ -74,38 +77,43 @@ def split(text: str) -> Layout | None:
     if found is None:
         if re.search(r"^messages[ ]*:", text, re.MULTILINE) or re.search(r'^["\']messages["\'][ ]*:', text, re.M):
             return None
-        return Layout(text, None, "", 0, [], len(text), False)
+        return Layout(text, None, "", 0, len(text), False)
     header = text[: found.start()]
     tail_start = found.end()
     if found["empty"]:
         if text[tail_start:].strip(" \n") and _SKIP.fullmatch(text, tail_start) is None:
             return None
-        return Layout(header, found[0], text[tail_start:], 0, [], len(text), True)
+        return Layout(header, found[0], text[tail_start:], 0, len(text), True)
     skipped = _SKIP.match(text, tail_start)
     assert skipped is not None
     first = skipped.end()
     if first >= len(text):
         # `messages:` with nothing under it reads as null: an absent list.
-        return Layout(header, found[0], text[tail_start:], 0, [], len(text), False)
+        return Layout(header, found[0], text[tail_start:], 0, len(text), False)
     entry = _FIRST_ENTRY.match(text, first)
     if entry is None:
         return None
-    indent = len(entry["indent"])
-    # An entry starts at each line with a dash at the first entry's column, followed by a space or the line's end.
+    return Layout(header, found[0], text[tail_start:first], len(entry["indent"]), first, False)
+
+
+def cut(text: str, start: int, indent: int) -> list[str]:
+    """The entries of the sequence that runs from `start` to the end of `text`, whose dashes sit at `indent`: one
+    starts at each line with a dash at that column followed by a space or the line's end."""
     needle = "\n" + " " * indent + "-"
     width = len(needle)
     end = len(text)
-    starts = [first]
+    if start >= end:
+        return []
+    starts = [start]
     find = text.find
-    at = find(needle, first)
+    at = find(needle, start)
     while at >= 0:
         after = at + width
         if after == end or text[after] in " \n":
             starts.append(at + 1)
         at = find(needle, after)
     starts.append(end)
-    blocks = [text[starts[i] : starts[i + 1]] for i in range(len(starts) - 1)]
-    return Layout(header, found[0], text[tail_start:first], indent, blocks, first, False)
+    return [text[starts[i] : starts[i + 1]] for i in range(len(starts) - 1)]
 
 
 _TOP_LEVEL_AFTER = re.compile(r"\n(?![ \n#-])")

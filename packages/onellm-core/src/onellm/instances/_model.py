@@ -265,6 +265,11 @@ class Instance:
     _empty_lists: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
     _source: _Source | None = field(default=None, init=False, repr=False, compare=False)
     _blocks: dict[int, tuple[Message, str]] = field(default_factory=dict, init=False, repr=False, compare=False)
+    # The loaded text's message blocks, cut apart only when a save first asks for them: the text, where the entries
+    # start, their indentation, and the messages read from them.
+    _uncut: tuple[str, int, int, tuple[Message, ...]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def __repr__(self) -> str:
         parts = [f"id={self.id!r}"]
@@ -501,18 +506,17 @@ class Instance:
         inst = cls()
         inst._read_header(header)
         indent = layout.indent
-        messages: list[Message] = []
-        blocks: dict[int, tuple[Message, str]] = {}
-        texts = layout.blocks
         try:
             entries: list[Any] | None = _canon.parse_entries(text, layout.start, indent)
         except _canon.Unsupported:
             entries = None
-        if entries is None or len(entries) != len(texts):
+        texts: list[str] | None = None
+        if entries is None:
             # Some block is outside the canonical shape: read the blocks one by one, each by the fast reader if it
             # can, else by the general loader; unless a line fits no block, and the file must be read whole.
             if layout.has_strays(text):
                 return None
+            texts = layout.blocks(text)
             entries = []
             for block in texts:
                 try:
@@ -522,12 +526,12 @@ class Instance:
                     if not isinstance(parsed, list) or len(parsed) != 1:
                         return None
                     entries.append(parsed[0])
-        for i, data in enumerate(entries):
-            msg = Message.from_data(data, f"messages[{i}]")
-            messages.append(msg)
-            blocks[id(msg)] = (msg, texts[i])
+        messages = [Message.from_data(data, f"messages[{i}]") for i, data in enumerate(entries)]
         inst.messages = messages
-        inst._blocks = blocks
+        if texts is None:
+            inst._uncut = (text, layout.start, indent, tuple(messages))
+        else:
+            inst._blocks = {id(msg): (msg, block) for msg, block in zip(messages, texts, strict=True)}
         if layout.explicit_empty:
             inst._empty_lists.add("messages")
         inst._source = _Source(
@@ -564,9 +568,16 @@ class Instance:
         model. Only needed after editing a message object in place, which the format's rule (messages are immutable
         once appended) otherwise forbids."""
         self._blocks = {}
+        self._uncut = None
         self._source = None
 
     def _block_of(self, msg: Message) -> str | None:
+        if self._uncut is not None:
+            text, start, indent, read = self._uncut
+            self._uncut = None
+            texts = _layout.cut(text, start, indent)
+            if len(texts) == len(read):
+                self._blocks = {id(m): (m, block) for m, block in zip(read, texts, strict=True)}
         entry = self._blocks.get(id(msg))
         if entry is not None and entry[0] is msg:
             return entry[1]
@@ -615,6 +626,7 @@ class Instance:
             prefix = ""
         text = "".join(parts)
         self._blocks = blocks
+        self._uncut = None
         self._source = _Source(
             text=text,
             header=header,
