@@ -15,7 +15,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from onellm.instances._canon import (
-    _PLAIN,
     _RESERVED,
     Unsupported,
     emit_block,
@@ -23,6 +22,7 @@ from onellm.instances._canon import (
     parse_block,
     parse_mapping,
     plain,
+    plain_pattern,
     scalar,
 )
 from onellm.yamlio import load_document, safe_load
@@ -255,5 +255,5 @@ def test_deep_nesting_is_declined_not_recursed() -> None:
     | st.sampled_from(TRICKY)
 )
 def test_the_quick_plain_check_agrees_with_the_plain_pattern(text: str) -> None:
-    expected = _PLAIN.fullmatch(text) is not None and text.lower() not in _RESERVED
+    expected = plain_pattern().fullmatch(text) is not None and text.lower() not in _RESERVED
     assert plain(text) == expected

@@ -13,6 +13,7 @@ or declines.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping
@@ -31,10 +32,17 @@ class Unsupported(Exception):
 # Plain scalars the reader resolves as strings under both YAML 1.1 and 1.2: they start with a letter or `_`, hold no
 # `: `, ` #`, tab, doubled or trailing space, and are none of the words YAML reads as booleans or null.
 _NONASCII = "\u00a1-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff"
-_PLAIN = re.compile(
-    rf"[A-Za-z_/{_NONASCII}]"
-    rf"(?:[ ]?(?:[A-Za-z0-9_.,;!?'()/+=%$@~<>\\\"*&|^`\[\]{{}}\-{_NONASCII}]|:(?=[^ ])|(?<! )#))*"
-)
+
+
+@functools.cache
+def plain_pattern() -> re.Pattern[str]:
+    """The plain-scalar pattern, compiled on first use (its character classes take milliseconds to compile)."""
+    return re.compile(
+        rf"[A-Za-z_/{_NONASCII}]"
+        rf"(?:[ ]?(?:[A-Za-z0-9_.,;!?'()/+=%$@~<>\\\"*&|^`\[\]{{}}\-{_NONASCII}]|:(?=[^ ])|(?<! )#))*"
+    )
+
+
 _RESERVED = frozenset({"true", "false", "null", "yes", "no", "on", "off", "y", "n"})
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DEC = re.compile(r"-?(?:0|[1-9][0-9]{0,40})\.[0-9]{1,40}")
@@ -86,12 +94,12 @@ _PLAIN_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_/
 
 
 def plain(text: str) -> bool:
-    """True when `text` may be written as a plain scalar and reads back as this string (`_PLAIN`, not a reserved
+    """True when `text` may be written as a plain scalar and reads back as this string (`plain_pattern`, not a reserved
     word). ASCII text, nearly all of it, is checked with a few substring tests instead of the pattern: every printable
     ASCII character may stand in a plain scalar except that a space may not be doubled or end it, and `: `, ` #`
     and a final `:` may not appear."""
     if not text.isascii():
-        return _PLAIN.fullmatch(text) is not None  # no reserved word holds a non-ASCII character
+        return plain_pattern().fullmatch(text) is not None  # no reserved word holds a non-ASCII character
     return (
         text[:1] in _PLAIN_FIRST
         and text.isprintable()

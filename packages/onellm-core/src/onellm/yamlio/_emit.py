@@ -8,6 +8,7 @@ as the same plain values.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
@@ -16,13 +17,34 @@ from typing import Any
 __all__ = ["decimal_text", "dump_block", "dump_document", "dump_scalar"]
 
 _PRINTABLE_WIDE = "\u00a0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff"
-# A plain scalar: a safe first character, then no `#`, no `: ` and no trailing space or colon.
-_PLAIN = re.compile(
-    rf"[A-Za-z0-9_/.$()+~=<^\\{_PRINTABLE_WIDE}]"
-    rf"(?:[A-Za-z0-9 _/.$()+~=<>^|\\'\"%&*!?@`;{_PRINTABLE_WIDE}-]|:(?=[^ ]))*"
-)
-_SINGLE_OK = re.compile(rf"[\t\x20-\x7e{_PRINTABLE_WIDE}]*")
-_LITERAL_OK = re.compile(rf"[\t\n\x20-\x7e{_PRINTABLE_WIDE}]*")
+
+
+class _Wide:
+    """The patterns with character classes over most of Unicode, compiled on first use: each takes milliseconds to
+    compile, which every program importing the YAML layer would otherwise pay."""
+
+    @functools.cached_property
+    def plain(self) -> re.Pattern[str]:
+        """A plain scalar: a safe first character, then no `#`, no `: ` and no trailing space or colon."""
+        return re.compile(
+            rf"[A-Za-z0-9_/.$()+~=<^\\{_PRINTABLE_WIDE}]"
+            rf"(?:[A-Za-z0-9 _/.$()+~=<>^|\\'\"%&*!?@`;{_PRINTABLE_WIDE}-]|:(?=[^ ]))*"
+        )
+
+    @functools.cached_property
+    def single_ok(self) -> re.Pattern[str]:
+        return re.compile(rf"[\t\x20-\x7e{_PRINTABLE_WIDE}]*")
+
+    @functools.cached_property
+    def literal_ok(self) -> re.Pattern[str]:
+        return re.compile(rf"[\t\n\x20-\x7e{_PRINTABLE_WIDE}]*")
+
+    @functools.cached_property
+    def needs_escape(self) -> re.Pattern[str]:
+        return re.compile(rf"[^\x20-\x21\x23-\x5b\x5d-\x7e{_PRINTABLE_WIDE}]")
+
+
+_WIDE = _Wide()
 _LOOKS_TYPED = re.compile(
     r"""(?:~|null|Null|NULL
     |y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF
@@ -50,7 +72,6 @@ _ESCAPES = {
     "\u2028": "\\L",
     "\u2029": "\\P",
 }
-_NEEDS_ESCAPE = re.compile(rf"[^\x20-\x21\x23-\x5b\x5d-\x7e{_PRINTABLE_WIDE}]")
 
 
 def decimal_text(value: Decimal) -> str:
@@ -76,11 +97,11 @@ def _escape(match: re.Match[str]) -> str:
 
 
 def _string(value: str) -> str:
-    if _PLAIN.fullmatch(value) and value[-1] != " " and not _LOOKS_TYPED.fullmatch(value):
+    if _WIDE.plain.fullmatch(value) and value[-1] != " " and not _LOOKS_TYPED.fullmatch(value):
         return value
-    if _SINGLE_OK.fullmatch(value):
+    if _WIDE.single_ok.fullmatch(value):
         return "'" + value.replace("'", "''") + "'"
-    return '"' + _NEEDS_ESCAPE.sub(_escape, value) + '"'
+    return '"' + _WIDE.needs_escape.sub(_escape, value) + '"'
 
 
 def dump_scalar(value: Any) -> str:
@@ -116,7 +137,7 @@ def dump_scalar(value: Any) -> str:
 
 def _literal(value: str) -> str | None:
     """The header of a literal block scalar for `value` (`|`, `|-`, `|+`, with an indentation indicator), if it fits."""
-    if "\n" not in value or not _LITERAL_OK.fullmatch(value) or not value.strip("\n"):
+    if "\n" not in value or not _WIDE.literal_ok.fullmatch(value) or not value.strip("\n"):
         return None
     lines = value.split("\n")
     if any(line.endswith((" ", "\t")) for line in lines) or "\t" in value:
