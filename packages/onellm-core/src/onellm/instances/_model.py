@@ -468,9 +468,7 @@ class Instance:
             BadDefinitionError: the text is not valid YAML, not a valid instance, or hostile (alias bombs, deep
                 nesting, duplicate keys, unknown tags, invalid UTF-8, huge numbers); carries `file`, line and column.
         """
-        from onellm.yamlio import decode_text
-
-        text = decode_text(text, file=file)
+        text = _decode(text, file)
         layout = _layout.split(text)
         if layout is not None:
             # A long instance is tens of thousands of new objects, none of them garbage: the cyclic collector would
@@ -490,13 +488,11 @@ class Instance:
 
     @classmethod
     def _from_layout(cls, text: str, layout: _layout.Layout, file: str | None) -> Instance | None:
-        from onellm.yamlio import safe_load
-
         header_text = layout.header
         try:
             header = _canon.parse_mapping(header_text)
         except _canon.Unsupported:
-            header = safe_load(header_text, file=file)
+            header = _safe_load(header_text, file)
             if header is None:
                 header = {}
         if not isinstance(header, dict) or "messages" in header:
@@ -522,7 +518,7 @@ class Instance:
                 try:
                     entries.append(_canon.parse_block(block, indent))
                 except _canon.Unsupported:
-                    parsed = safe_load(block, file=file)
+                    parsed = _safe_load(block, file)
                     if not isinstance(parsed, list) or len(parsed) != 1:
                         return None
                     entries.append(parsed[0])
@@ -668,9 +664,9 @@ def read_header(text: str | bytes, *, file: str | None = None) -> dict[str, Any]
     Raises:
         BadDefinitionError: the text is not valid YAML or not a mapping.
     """
-    from onellm.yamlio import decode_text, safe_load
+    from onellm.yamlio import safe_load
 
-    text = decode_text(text, file=file)
+    text = _decode(text, file)
     end = _layout.header_end(text)
     data: Any
     if end is not None:
@@ -686,3 +682,23 @@ def read_header(text: str | bytes, *, file: str | None = None) -> dict[str, Any]
         raise BadDefinitionError(f"an instance file holds a mapping, not {found}", file=file, line=1, column=1)
     data.pop("messages", None)
     return data
+
+
+def _decode(data: str | bytes, file: str | None) -> str:
+    """The text of an instance file. Decoding here keeps the YAML layer unimported while a file in the canonical
+    layout is read; it is asked only to place an invalid byte."""
+    if isinstance(data, str):
+        return data
+    try:
+        return bytes(data).decode("utf-8")
+    except UnicodeDecodeError:
+        from onellm.yamlio import decode_text
+
+        return decode_text(data, file=file)
+
+
+def _safe_load(text: str, file: str | None) -> Any:
+    """A piece of an instance file outside the canonical shape, read by the general loader."""
+    from onellm.yamlio import safe_load
+
+    return safe_load(text, file=file)
