@@ -20,6 +20,7 @@ from onellm.instances._canon import (
     emit_block,
     emit_mapping,
     parse_block,
+    parse_entries,
     parse_mapping,
     plain,
     plain_pattern,
@@ -257,3 +258,22 @@ def test_deep_nesting_is_declined_not_recursed() -> None:
 def test_the_quick_plain_check_agrees_with_the_plain_pattern(text: str) -> None:
     expected = plain_pattern().fullmatch(text) is not None and text.lower() not in _RESERVED
     assert plain(text) == expected
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(documents, min_size=1, max_size=4), st.sampled_from([0, 2]))
+def test_a_run_of_entries_reads_as_the_yaml_loader_reads_it(items: list[dict[Any, Any]], indent: int) -> None:
+    text = "".join(emit_block(item, indent) for item in items)
+    assert safe_load(text) == items
+    with contextlib.suppress(Unsupported):
+        assert parse_entries(text, 0, indent) == items
+
+
+def test_a_run_of_entries_is_read_from_where_it_starts() -> None:
+    head = "name: x\nmessages:\n"
+    body = emit_block({"id": "a", "note": "two\nlines\n"}) + emit_block({"id": "b", "n": 1})
+    assert parse_entries(head + body, len(head)) == [{"id": "a", "note": "two\nlines\n"}, {"id": "b", "n": 1}]
+    with pytest.raises(Unsupported):
+        parse_entries(head + body + "after: 1\n", len(head))
+    with pytest.raises(Unsupported):
+        parse_entries(head + body.rstrip("\n"), len(head))
