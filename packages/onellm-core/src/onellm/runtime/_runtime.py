@@ -11,6 +11,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from decimal import Decimal
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import anyio
@@ -203,6 +204,7 @@ class Runtime:
             self.records = _Sinks(*records, clock=self.clock)
         self._tools = tools
         self._capabilities = capabilities
+        self._protected: tuple[Capabilities, tuple[Path, ...], Capabilities] | None = None
         self.cache: ResultCache | None = ResultCache() if cache is True else (cache or None)
         self.allowed_environment: tuple[str, ...] = tuple(allowed_environment)
         """Environment variables a template may read through `.env`."""
@@ -263,16 +265,39 @@ class Runtime:
 
     @property
     def capabilities(self) -> Capabilities:
-        """What tools may touch: files under the working directory by default; no shell, no network."""
+        """What tools may touch: files under the working directory by default; no shell, no network.
+
+        The value read here protects the runtime's own state besides what the grant protects: the directory of a
+        `FileInstanceStore` and of every `JsonlRecordSink` the runtime uses are neither readable nor writable by the
+        file tools, so a model can neither read other agents' transcripts nor rewrite its own transcript, approvals
+        or audit records. Hand this value, not the grant given, to the tools a run uses.
+        """
         if self._capabilities is None:
             from onellm.capabilities import Capabilities
 
             self._capabilities = Capabilities.default()
-        return self._capabilities
+        base = self._capabilities
+        state = self._state_directories()
+        cached = self._protected
+        if cached is not None and cached[0] is base and cached[1] == state:
+            return cached[2]
+        caps = base.with_protected_paths(*state) if state else base
+        self._protected = (base, state, caps)
+        return caps
 
     @capabilities.setter
     def capabilities(self, value: Capabilities) -> None:
         self._capabilities = value
+        self._protected = None
+
+    def _state_directories(self) -> tuple[Path, ...]:
+        """The directories where this runtime keeps instances and records on disk."""
+        found: list[Path] = []
+        for holder in (self.store, *self.records.sinks):
+            directory = getattr(holder, "directory", None)
+            if isinstance(directory, Path):
+                found.append(directory)
+        return tuple(found)
 
     # -------------------------------------------------------------------------------------------------- caps
     @property
