@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from onellm.errors import AuthError, CapabilityMissingError, Secret
 
 if TYPE_CHECKING:
-    from onellm.catalog import ResolvedModel
+    from onellm.catalog import Catalog, ResolvedModel
 
 __all__ = ["ProviderFactory", "ProviderRegistry"]
 
@@ -31,7 +31,7 @@ def _merged_properties(model: ResolvedModel) -> dict[str, Any]:
     return props
 
 
-def _openai(model: ResolvedModel, key: Secret | None) -> Any:
+def _openai(model: ResolvedModel, key: Secret | None, catalog: Catalog | None = None) -> Any:
     from onellm.providers.openai import OpenAIProvider
 
     return OpenAIProvider(
@@ -39,7 +39,7 @@ def _openai(model: ResolvedModel, key: Secret | None) -> Any:
     )
 
 
-def _compatible(model: ResolvedModel, key: Secret | None) -> Any:
+def _compatible(model: ResolvedModel, key: Secret | None, catalog: Catalog | None = None) -> Any:
     from onellm.providers.openai import OpenAICompatibleProvider
 
     if not model.base_url:
@@ -52,8 +52,8 @@ def _compatible(model: ResolvedModel, key: Secret | None) -> Any:
     )
 
 
-def _by_import(module: str, class_name: str, what: str) -> ProviderFactory:
-    def make(model: ResolvedModel, key: Secret | None) -> Any:
+def _by_import(module: str, class_name: str, what: str) -> _BuiltinFactory:
+    def make(model: ResolvedModel, key: Secret | None, catalog: Catalog | None = None) -> Any:
         try:
             cls = getattr(importlib.import_module(module), class_name)
         except (ImportError, AttributeError) as error:
@@ -64,12 +64,19 @@ def _by_import(module: str, class_name: str, what: str) -> ProviderFactory:
         options: dict[str, Any] = {"api_key": key}
         if model.base_url:
             options["base_url"] = model.base_url
+        if catalog is not None:
+            # The provider looks up per-model facts (output limits, schema form, thinking style) as requests come;
+            # they must come from the catalog the model was resolved in, user layers included.
+            options["catalog"] = catalog
         return cls(**options)
 
     return make
 
 
-_BUILTIN: dict[str, ProviderFactory] = {
+# The built-in factories also take the catalog the model was resolved in.
+_BuiltinFactory = Callable[["ResolvedModel", "Secret | None", "Catalog | None"], Any]
+
+_BUILTIN: dict[str, _BuiltinFactory] = {
     "openai": _openai,
     "openai-compatible": _compatible,
     "anthropic": _by_import("onellm.providers.anthropic", "AnthropicProvider", "Anthropic"),
@@ -87,7 +94,7 @@ class ProviderRegistry:
 
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
         self._providers: dict[str, Any] = {}
-        self._factories: dict[str, ProviderFactory] = dict(_BUILTIN)
+        self._factories: dict[str, ProviderFactory] = {}  # set by the host; they come before the built-in ones
         self._environ = environ
         self._lock = threading.Lock()
         self._created: list[Any] = []
@@ -135,8 +142,9 @@ class ProviderRegistry:
         protocol = model.provider_entry.protocol
         return providers.get(protocol) if protocol else None
 
-    def for_model(self, model: ResolvedModel) -> Any:
-        """The provider that serves `model`, created on first use from the catalog.
+    def for_model(self, model: ResolvedModel, catalog: Catalog | None = None) -> Any:
+        """The provider that serves `model`, created on first use from the catalog (`catalog`, the one `model` was
+        resolved in, is handed to the built-in providers, which read per-model limits and settings from it).
 
         Raises:
             AuthError: the catalog names a key variable that is not set (the message names it).
@@ -148,7 +156,8 @@ class ProviderRegistry:
         name = model.preset or model.provider
         protocol = model.provider_entry.protocol or model.provider
         factory = self._factories.get(protocol)
-        if factory is None:
+        builtin = _BUILTIN.get(protocol)
+        if factory is None and builtin is None:
             raise CapabilityMissingError(
                 f"{model.qualified_name}: no provider for protocol {protocol!r}; register one with "
                 f"runtime.providers.set({name!r}, provider)"
@@ -165,7 +174,11 @@ class ProviderRegistry:
             existing = self._providers.get(name)
             if existing is not None:
                 return existing
-            provider = factory(model, key)
+            if factory is not None:
+                provider = factory(model, key)
+            else:
+                assert builtin is not None
+                provider = builtin(model, key, catalog)
             self._providers[name] = provider
             self._created.append(provider)
             return provider

@@ -407,7 +407,7 @@ class Runtime:
         if not isinstance(model, str) or not model:
             raise TypeError("model: expected a model name such as 'gpt-6-luna' or 'openai:gpt-6-luna'")
         resolved = self.catalog.resolve(model)
-        return resolved, self.providers.for_model(resolved)
+        return resolved, self.providers.for_model(resolved, self.catalog)
 
     def now(self) -> Timestamp:
         return _now_stamp(self.clock)
