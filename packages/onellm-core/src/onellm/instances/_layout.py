@@ -1,10 +1,10 @@
 """Splitting an instance file in the canonical layout into its header and its message blocks, by text.
 
-The canonical layout (`spec/instances.md`, "Layout on disk"): the header keys, then `messages:` as the last top-level
-key, then one sequence entry per message, each starting with `- ` at the same column. Such a file can be cut into
-pieces without parsing it: the header is everything before the `messages:` line, and a message block runs from one
-entry's dash to the next. Each piece is then read on its own, and its text is kept so that a save can write it back
-unchanged.
+The canonical layout (`spec/instances.md`, "Canonical layout"): the header keys, then `messages:` as the last
+top-level key, then one sequence entry per message, each starting with `- ` at the same column. Such a file can be cut
+into pieces without parsing it: the header is everything before the `messages:` line, and a message block runs from
+one entry's dash to the next. The entries are read together when they are all in onellm's own style, else block by
+block; the text of each block is kept so that a save can write it back unchanged.
 
 `split` returns None for any file it cannot cut with certainty (carriage returns, a byte order mark, characters YAML
 does not allow, a key or document marker after the messages, flow-style messages); such a file is read whole by the
@@ -56,8 +56,9 @@ class Layout:
     """The file says `messages: []`."""
 
     def has_strays(self, text: str) -> bool:
-        """True when a line among the blocks belongs to no entry (a top-level key after the messages, say), so the
-        blocks cannot be read one by one. A reader of the whole run of entries finds such lines by itself."""
+        """True when a line among the entries belongs to no entry (a top-level key after the messages, say), so the
+        entries cannot be cut apart and read one by one. A reader of the whole run of entries finds such lines by
+        itself."""
         return self.start < len(text) and _stray(self.indent).search(text, self.start) is not None
 
     def blocks(self, text: str) -> list[str]:
@@ -66,10 +67,10 @@ class Layout:
 
 
 def split(text: str) -> Layout | None:
-    """Cut `text` into header and message blocks, or None when it is not in the canonical layout.
+    """Find the header of `text` and where its message entries start, or None when it is not in the canonical layout.
 
-    The entries are not cut apart here (`Layout.blocks` does that); `Layout.has_strays` says whether some line among
-    them fits no entry.
+    The entries are not cut apart here (`Layout.blocks` does that, when it is needed); `Layout.has_strays` says whether
+    some line among them fits no entry.
     """
     if "\r" in text or not printable(text):
         return None
