@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -667,3 +668,15 @@ def test_every_ipv4_embedding_is_judged_like_the_ipv4_address() -> None:
             assert is_loopback(form) == is_loopback(v4), (form, v4)
         compat = ipaddress.IPv6Address(value)  # ::a.b.c.d is never public
         assert not is_public(compat)
+
+
+@pytest.mark.anyio
+async def test_a_name_that_does_not_resolve_is_a_connect_error() -> None:
+    """A failed lookup surfaces as httpx reports its own (`httpx.ConnectError`), never as a raw `socket.gaierror`."""
+
+    async def resolver(host: str, port: int) -> list[str]:
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    async with EgressClient(Capabilities.network("nowhere.example"), resolver=resolver) as client:
+        with pytest.raises(httpx.ConnectError, match=r"cannot resolve nowhere\.example"):
+            await client.get("http://nowhere.example/")

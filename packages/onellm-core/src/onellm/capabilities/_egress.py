@@ -53,9 +53,13 @@ class _GuardedBackend(httpcore.AsyncNetworkBackend):
             self._takes_port = True
 
     async def _resolve(self, host: str, port: int) -> list[str]:
-        answer = self._resolver(host, port) if self._takes_port else self._resolver(host)
-        if inspect.isawaitable(answer):
-            answer = await answer
+        try:
+            answer = self._resolver(host, port) if self._takes_port else self._resolver(host)
+            if inspect.isawaitable(answer):
+                answer = await answer
+        except OSError as exc:  # socket.gaierror and friends: the name does not resolve
+            # Reported as httpx reports a failed lookup of its own: a connection error, not a raw socket error.
+            raise httpcore.ConnectError(f"cannot resolve {host}: {exc}") from exc
         return [str(a) for a in answer]
 
     async def connect_tcp(
