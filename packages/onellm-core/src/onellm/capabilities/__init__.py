@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from onellm.capabilities._caps import Capabilities, PreparedCommand, ShellGrant
+from onellm.capabilities._caps import Capabilities, DirectoryHandle, PreparedCommand, ShellGrant
 from onellm.capabilities._network import NetworkEntry, NetworkGrant
 from onellm.capabilities._shell import CommandRequest, CommandResult, ShellMode, ShellOptions, run_process
 
@@ -20,6 +20,7 @@ __all__ = [
     "Capabilities",
     "CommandRequest",
     "CommandResult",
+    "DirectoryHandle",
     "EgressClient",
     "NetworkEntry",
     "NetworkGrant",

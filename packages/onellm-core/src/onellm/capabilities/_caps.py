@@ -25,11 +25,13 @@ from onellm.capabilities._paths import (
     GIT_ROLE_FILES,
     STATE_DIR_NAME,
     SymlinkLoopError,
+    component_key,
     current_flavor,
     fd_real_path,
     foreign_drive_problem,
     is_within,
     name_key,
+    path_key,
     resolve_real,
     short_alias_problem,
     split_components,
@@ -63,6 +65,14 @@ _O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _O_BINARY = getattr(os, "O_BINARY", 0)
 _DIR_FD = os.open in os.supports_dir_fd and os.name != "nt"
+# Walking by directory descriptor: entries listed, opened and stat'ed relative to a verified directory.
+_WALK_FD = (
+    _DIR_FD
+    and bool(_O_NOFOLLOW)
+    and bool(_O_DIRECTORY)
+    and os.scandir in os.supports_fd
+    and os.stat in os.supports_dir_fd
+)
 
 _SHELL_WIDTH = {ShellMode.OFF: 0, ShellMode.ALLOW_LIST: 1, ShellMode.ANY_PROGRAM: 2, ShellMode.OPEN: 3}
 
@@ -570,6 +580,33 @@ class Capabilities:
         if (st_fd.st_dev, st_fd.st_ino) != (st_path.st_dev, st_path.st_ino):
             raise _swapped(text)
 
+    def open_directory(
+        self, path: str | os.PathLike[str], *, base: str | os.PathLike[str] | None = None
+    ) -> DirectoryHandle:
+        """Open a directory tools may read, to walk what it holds by name (`DirectoryHandle`). The caller closes it
+        (or uses it as a context manager).
+
+        Raises:
+            CapabilityDeniedError: as `resolve_read`, or when the directory changed between the check and the open.
+            NotADirectoryError: the path is not a directory.
+        """
+        text = os.fspath(path)
+        resolved = self._resolve(path, base)
+        self._check_resolved(text, resolved, write=False, base=base)
+        if not _WALK_FD:
+            if not os.path.isdir(resolved):
+                raise NotADirectoryError(errno.ENOTDIR, "Not a directory", resolved)
+            return DirectoryHandle(self, resolved, None)
+        try:
+            dfd = self._open_directory_verified(text, resolved)
+        except NotADirectoryError:
+            raise
+        except OSError as exc:
+            if exc.errno == errno.ENOTDIR:
+                raise NotADirectoryError(errno.ENOTDIR, "Not a directory", resolved) from None
+            raise
+        return DirectoryHandle(self, resolved, dfd)
+
     def open_read(self, path: str | os.PathLike[str], *, base: str | os.PathLike[str] | None = None) -> IO[bytes]:
         """Open a regular file for reading through the double check. The caller closes it.
 
@@ -970,6 +1007,139 @@ class Capabilities:
         if _bool(network.get("anyPublic", False), f"{path}.network.anyPublic"):
             caps = caps + cls.any_public_hosts()
         return caps
+
+
+class DirectoryHandle:
+    """A directory tools may read, held open so that what it holds is listed, checked and opened by name.
+
+    `Capabilities.open_directory` checks the directory once, as `resolve_read` does, and opens it; the entries are then
+    listed from the open directory and opened relative to it without following a link in their last component, so an
+    entry swapped for a symbolic link after it was listed is refused rather than followed, and nothing below the
+    directory needs resolving again. Below a readable directory the only rule that can refuse an entry that is not a
+    link is the protected state, which `allows` checks without touching the disk. Symbolic links themselves are not
+    opened here: follow them with `Capabilities.open_read`, which resolves and checks the target.
+
+    Where the platform cannot open files relative to a directory, every method falls back to the full checks of
+    `Capabilities` on the joined path.
+    """
+
+    __slots__ = ("_blocked", "_caps", "_fd", "path")
+
+    def __init__(self, caps: Capabilities, path: str, fd: int | None) -> None:
+        self._caps = caps
+        self._fd = fd
+        self.path = path
+        """The directory's real path."""
+        self._blocked: frozenset[str] | None = None
+
+    def __enter__(self) -> DirectoryHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def _child(self, name: str) -> str:
+        if not name or name in (".", "..") or "/" in name or (os.altsep and os.altsep in name) or os.sep in name:
+            raise ValueError(f"{name!r} is not the name of a directory entry")
+        return os.path.join(self.path, name)
+
+    def scan(self) -> list[os.DirEntry[str]]:
+        """The directory's entries (unsorted). Their `path` is not to be trusted: join `name` to `path` instead."""
+        source: int | str = self._fd if self._fd is not None else self.path
+        with os.scandir(source) as it:
+            return list(it)
+
+    def allows(self, name: str) -> bool:
+        """Whether tools may read the entry `name`, which is not a symbolic link."""
+        child = self._child(name)
+        if self._fd is None:
+            return self._caps.is_readable(child)
+        blocked = self._blocked
+        if blocked is None:
+            # The directory itself is readable, so no protected path holds it: an entry is refused only when it is a
+            # protected path itself. Those directly in this directory are found once, by their last name.
+            flavor = current_flavor()
+            here = path_key(self.path, flavor)
+            depth = len(here)
+            found: set[str] = set()
+            for protected in self._caps.protected_paths:
+                key = path_key(os.fspath(protected), flavor)
+                if len(key) == depth + 1 and key[:depth] == here:
+                    found.add(key[-1])
+            blocked = self._blocked = frozenset(found)
+        return not blocked or component_key(name) not in blocked
+
+    def lstat(self, name: str) -> os.stat_result:
+        """The entry's own status (a link is not followed)."""
+        if self._fd is None:
+            return os.lstat(self._child(name))
+        self._child(name)
+        return os.stat(name, dir_fd=self._fd, follow_symlinks=False)
+
+    def open_file(self, name: str) -> IO[bytes]:
+        """Open the regular file `name` for reading. The caller closes it.
+
+        Raises:
+            CapabilityDeniedError: the entry is protected, or is now a symbolic link.
+            OSError: it is not a regular file, or cannot be opened.
+        """
+        child = self._child(name)
+        if self._fd is None:
+            return self._caps.open_read(child)
+        if not self.allows(name):
+            raise _deny(f"Path {child!r} is inside the runtime's protected state.", child, "protected-state")
+        try:
+            fd = os.open(name, os.O_RDONLY | _O_NONBLOCK | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=self._fd)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.EMLINK):
+                raise _swapped(child) from None
+            raise
+        try:
+            st = os.fstat(fd)
+            if stat.S_ISDIR(st.st_mode):
+                raise IsADirectoryError(errno.EISDIR, "Is a directory", child)
+            if not stat.S_ISREG(st.st_mode):
+                raise OSError(errno.EINVAL, "Not a regular file", child)
+            _clear_nonblock(fd)
+            return os.fdopen(fd, "rb")
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def open_directory(self, name: str) -> DirectoryHandle:
+        """Open the subdirectory `name` the same way. The caller closes it.
+
+        Raises:
+            CapabilityDeniedError: the entry is protected, or is now a symbolic link.
+            NotADirectoryError: it is not a directory.
+        """
+        child = self._child(name)
+        if self._fd is None:
+            return self._caps.open_directory(child)
+        if not self.allows(name):
+            raise _deny(f"Path {child!r} is inside the runtime's protected state.", child, "protected-state")
+        try:
+            fd = os.open(name, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=self._fd)
+        except OSError as exc:
+            # With both flags a link fails as "not a directory" on some systems: tell it apart from a file.
+            if exc.errno in (errno.ELOOP, errno.EMLINK) or (exc.errno == errno.ENOTDIR and self._is_link(name)):
+                raise _swapped(child) from None
+            raise
+        return DirectoryHandle(self._caps, child, fd)
+
+    def _is_link(self, name: str) -> bool:
+        try:
+            return stat.S_ISLNK(self.lstat(name).st_mode)
+        except OSError:
+            return False
 
 
 def _swapped(text: str) -> CapabilityDeniedError:

@@ -107,6 +107,16 @@ def path_key(path: str, flavor: Flavor | None = None) -> tuple[str, ...]:
     return (fold(anchor), *(name_key(n) for n in names))
 
 
+def component_key(name: str, flavor: Flavor | None = None) -> str:
+    """The key of one name of a path, as `path_key` gives it."""
+    flavor = flavor or current_flavor()
+    if flavor == "posix":
+        return name
+    if flavor == "darwin":
+        return fold(name)
+    return name_key(name)
+
+
 def is_within(candidate: str, root: str, flavor: Flavor | None = None) -> bool:
     """True when `candidate` is `root` or lies below it, compared name by name (so `/work2` is not under `/work`)."""
     flavor = flavor or current_flavor()

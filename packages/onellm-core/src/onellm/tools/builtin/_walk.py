@@ -9,7 +9,6 @@ paths) is left out as if it did not exist.
 
 from __future__ import annotations
 
-import os
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from onellm.errors import CapabilityDeniedError
 from onellm.tools.builtin._glob import IgnoreRules, PathFilter, parse_gitignore
 
 if TYPE_CHECKING:
-    from onellm.capabilities import Capabilities
+    from onellm.capabilities import Capabilities, DirectoryHandle
 
 __all__ = ["Entry", "walk"]
 
@@ -34,18 +33,20 @@ class Entry:
     """The path relative to the starting directory, `/`-separated."""
     path: Path
     kind: Literal["dir", "file", "symlink", "other"]
+    directory: DirectoryHandle
+    """The open directory that holds the entry, open while the walk is inside it: open a file with
+    `entry.directory.open_file(entry.path.name)` (a symbolic link with `Capabilities.open_read`)."""
 
 
-def _read_gitignore(caps: Capabilities, directory: Path) -> str:
-    candidate = directory / ".gitignore"
+def _read_gitignore(directory: DirectoryHandle) -> str:
     try:
-        st = os.lstat(candidate)
+        st = directory.lstat(".gitignore")
     except OSError:
         return ""
     if not stat.S_ISREG(st.st_mode):
         return ""
     try:
-        with caps.open_read(str(candidate)) as fh:
+        with directory.open_file(".gitignore") as fh:
             data: bytes = fh.read(_GITIGNORE_LIMIT)
     except (CapabilityDeniedError, OSError):
         return ""
@@ -54,62 +55,62 @@ def _read_gitignore(caps: Capabilities, directory: Path) -> str:
     return data.decode("utf-8", "replace")
 
 
-def _allowed(caps: Capabilities, path: Path) -> bool:
-    try:
-        return caps.is_readable(str(path))
-    except OSError:
-        return False
-
-
-def walk(
-    caps: Capabilities, start: Path, *, recursive: bool, filters: PathFilter, check_files: bool = True
-) -> Iterator[Entry]:
+def walk(caps: Capabilities, start: Path, *, recursive: bool, filters: PathFilter) -> Iterator[Entry]:
     """Yield the entries below `start` (a resolved, granted directory), each directory followed by what it holds.
 
-    With `check_files=False` regular files are yielded without the read check (directories are always checked): for a
-    caller that opens each file through `Capabilities.open_read`, which makes the same check.
+    Every directory is opened once and what it holds is listed, checked and opened relative to it
+    (`Capabilities.open_directory`), so no entry is resolved again from the root.
     """
-    rules = IgnoreRules().add("", parse_gitignore(_read_gitignore(caps, start)))
-    yield from _walk_dir(caps, start, "", rules, recursive, filters, 0, check_files)
+    try:
+        handle = caps.open_directory(start)
+    except (CapabilityDeniedError, OSError):
+        return
+    with handle:
+        rules = IgnoreRules().add("", parse_gitignore(_read_gitignore(handle)))
+        yield from _walk_dir(handle, "", rules, recursive, filters, 0)
 
 
 def _walk_dir(
-    caps: Capabilities,
-    directory: Path,
+    directory: DirectoryHandle,
     prefix: str,
     rules: IgnoreRules,
     recursive: bool,
     filters: PathFilter,
     depth: int,
-    check_files: bool,
 ) -> Iterator[Entry]:
     try:
-        with os.scandir(directory) as it:
-            entries = sorted(it, key=lambda e: e.name)
+        entries = sorted(directory.scan(), key=lambda e: e.name)
     except OSError:
         return
+    base = directory.path
     for e in entries:
-        rel = f"{prefix}{e.name}"
-        path = Path(e.path)
+        name = e.name
+        rel = f"{prefix}{name}"
         try:
             is_link = e.is_symlink()
             is_dir = not is_link and e.is_dir(follow_symlinks=False)
             is_file = not is_link and e.is_file(follow_symlinks=False)
         except OSError:
             continue
-        if is_dir and e.name == ".git":
+        if is_dir and name == ".git":
             continue
         if rules.ignored(rel, is_dir=is_dir) or filters.excluded(rel):
             continue
+        path = Path(base, name)
         if is_link:
-            yield Entry(rel, path, "symlink")
+            yield Entry(rel, path, "symlink", directory)
             continue
-        if (is_dir or check_files) and not _allowed(caps, path):
+        if not directory.allows(name):
             continue
         if not is_dir:
-            yield Entry(rel, path, "file" if is_file else "other")
+            yield Entry(rel, path, "file" if is_file else "other", directory)
             continue
-        yield Entry(rel, path, "dir")
+        yield Entry(rel, path, "dir", directory)
         if recursive and depth < _MAX_DEPTH:
-            sub = rules.add(rel, parse_gitignore(_read_gitignore(caps, path)))
-            yield from _walk_dir(caps, path, rel + "/", sub, recursive, filters, depth + 1, check_files)
+            try:
+                sub = directory.open_directory(name)
+            except (CapabilityDeniedError, OSError):
+                continue
+            with sub:
+                inner = rules.add(rel, parse_gitignore(_read_gitignore(sub)))
+                yield from _walk_dir(sub, rel + "/", inner, recursive, filters, depth + 1)

@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import msgspec
 
@@ -32,6 +32,9 @@ from onellm.tools.builtin._text import (
     split_lines,
 )
 from onellm.tools.builtin._walk import walk
+
+if TYPE_CHECKING:
+    from onellm.capabilities import DirectoryHandle
 
 __all__ = ["file_tools"]
 
@@ -203,27 +206,29 @@ def file_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
         filters = _filters(options, inclusionPatterns, exclusionPatterns)
         caps = ctx.capabilities
         start = _access.resolve_read(ctx, path)
-        candidates: Iterator[tuple[str, Path]]
+        candidates: Iterator[tuple[str, Path, DirectoryHandle | None]]
         if start.is_dir():
             candidates = (
-                (e.rel, e.path)
-                for e in walk(caps, start, recursive=True, filters=filters, check_files=False)
+                (e.rel, e.path, e.directory if e.kind == "file" else None)
+                for e in walk(caps, start, recursive=True, filters=filters)
                 if e.kind in ("file", "symlink") and filters.included(e.rel)
             )
         elif start.exists():
-            candidates = iter([(_access.display_path(ctx, start), start)])
+            candidates = iter([(_access.display_path(ctx, start), start, None)])
         else:
             raise FileNotFoundError(f"{path} does not exist")
         results: list[str] = []
         files_searched = files_matched = skipped_large = skipped_binary = 0
         budget = options.search_max_total_bytes
         stopped = ""
-        for count, (rel, file_path) in enumerate(candidates):
+        for count, (rel, file_path, directory) in enumerate(candidates):
             if count % 64 == 0:
                 ctx.check_cancelled()
             try:
-                # open_read makes the whole check (links included) and the double check; a directory raises OSError.
-                with caps.open_read(str(file_path)) as fh:
+                # A file the walk found opens relative to its checked directory, never through a link; a link (or the
+                # one file asked for) goes through open_read, which makes the whole check and the double check.
+                opened = directory.open_file(file_path.name) if directory else caps.open_read(str(file_path))
+                with opened as fh:
                     size = os.fstat(fh.fileno()).st_size
                     if size > options.search_max_file_bytes:
                         skipped_large += 1
