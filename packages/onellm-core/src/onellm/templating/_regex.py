@@ -1,10 +1,13 @@
-"""Go (RE2) regular expressions on Python's `re`.
+"""Go (RE2) regular expressions, matched in linear time.
 
-Patterns are translated, not passed through: RE2's `\\d`, `\\w`, `\\s` and `\\b` are ASCII-only, `$` without `(?m)`
+The pattern is parsed here, with RE2's rules: RE2's `\\d`, `\\w`, `\\s` and `\\b` are ASCII-only, `$` without `(?m)`
 means the end of the text, `[[:alpha:]]` and `\\p{Greek}` are classes, `(?<name>...)` names a group. What RE2
 rejects is rejected with Go's message (`missing closing )`, `invalid nested repetition operator`, back-references,
-look-around). Replacement follows Go's `ReplaceAllString`: `$1`, `${1}`, `$name`, `${name}`, `$$`, and an empty match
-right after a previous match is not replaced.
+look-around). The parser builds the tree that `_re2vm` compiles and runs as a Pike VM, so matching takes time
+linear in the text (times the pattern's size) whatever the pattern; it also writes the equivalent Python `re` pattern,
+which checks the pattern the way the engine always has and serves as the reference in tests. Replacement follows
+Go's `ReplaceAllString`: `$1`, `${1}`, `$name`, `${name}`, `$$`, and an empty match right after a previous match is
+not replaced.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import functools
 import re
 import unicodedata
 
+from onellm.templating import _re2vm as vm
 from onellm.templating._funcs import CallError
 
 __all__ = ["compile_re2", "replace_all"]
@@ -118,11 +122,32 @@ def _class_lit(c: str) -> str:
     return c
 
 
+def _cat(items: list[vm.Node]) -> vm.Node:
+    if not items:
+        return vm.Empty()
+    return items[0] if len(items) == 1 else vm.Cat(tuple(items))
+
+
+def _alt(items: list[vm.Node]) -> vm.Node:
+    return items[0] if len(items) == 1 else vm.Alt(tuple(items))
+
+
+def _leaf(text: str, flags: str) -> vm.Node:
+    """One character matched by the Python class text `text` (as written into the translation) under `flags`."""
+    if text == "(?!)":
+        return vm.Fail()
+    return vm.Char(text, "i" in flags)
+
+
 class _Translator:
+    """Reads an RE2 pattern into both a tree (`root`, for the engine) and Python `re` text (the return value)."""
+
     def __init__(self, pattern: str) -> None:
         self.p = pattern
         self.i = 0
         self.out: list[str] = []
+        self.root: vm.Node = vm.Empty()
+        self.groups = 0
 
     def translate(self) -> str:
         p = self.p
@@ -131,6 +156,11 @@ class _Translator:
         stack: list[tuple[str, int, int]] = []  # (flags, closers, out index of group start)
         flags = ""
         closers = 0
+        # The tree: the current group's finished alternatives and the items of the one being read, saved per group
+        # with the group's number (0: not capturing).
+        alts: list[vm.Node] = []
+        cur: list[vm.Node] = []
+        tree_stack: list[tuple[list[vm.Node], list[vm.Node], int]] = []
         can_repeat = False
         last_was_repeat = False
         while self.i < n:
@@ -148,6 +178,9 @@ class _Translator:
                             raise _err("invalid named capture", p[self.i : k + 1])
                         self.out.append(f"(?P<{name}>")
                         stack.append((flags, closers, len(self.out)))
+                        self.groups += 1
+                        tree_stack.append((alts, cur, self.groups))
+                        alts, cur = [], []
                         closers = 0
                         self.i = k + 1
                         can_repeat = False
@@ -156,7 +189,8 @@ class _Translator:
                     k = j
                     while k < n and p[k] in "imsU-":
                         k += 1
-                    if k >= n or p[k] not in ":)" or k == j:
+                    # `(?:...)` and `(?)` carry no flags; Go accepts both.
+                    if k >= n or p[k] not in ":)":
                         raise _err("invalid or unsupported Perl syntax", p[self.i : k + 1])
                     spec = p[j:k]
                     new_flags = _apply_flags(flags, spec, p[self.i : k + 1])
@@ -169,6 +203,8 @@ class _Translator:
                         continue
                     self.out.append("(?" + _py_flags(new_flags) + ":")
                     stack.append((flags, closers, len(self.out)))
+                    tree_stack.append((alts, cur, 0))
+                    alts, cur = [], []
                     flags = new_flags
                     closers = 0
                     self.i = k + 1
@@ -177,6 +213,9 @@ class _Translator:
                     continue
                 self.out.append("(")
                 stack.append((flags, closers, len(self.out)))
+                self.groups += 1
+                tree_stack.append((alts, cur, self.groups))
+                alts, cur = [], []
                 closers = 0
                 self.i += 1
                 can_repeat = False
@@ -188,6 +227,9 @@ class _Translator:
                 self.out.append(")" * closers)
                 flags, closers, _ = stack.pop()
                 self.out.append(")")
+                node = _alt([*alts, _cat(cur)])
+                alts, cur, index = tree_stack.pop()
+                cur.append(vm.Group(node, index) if index else node)
                 self.i += 1
                 can_repeat = True
                 last_was_repeat = False
@@ -195,6 +237,8 @@ class _Translator:
             if c == "|":
                 self.out.append(")" * closers)
                 self.out.append("|")
+                alts.append(_cat(cur))
+                cur = []
                 # Flags set by (?x) hold to the end of the group, across alternatives.
                 if closers:
                     self.out.append("(?" + _py_flags(flags) + ":")
@@ -204,16 +248,19 @@ class _Translator:
                 last_was_repeat = False
                 continue
             if c in "*+?" or (c == "{" and _repeat_at(p, self.i) is not None):
+                lo_hi: tuple[int, int | None]
                 if c == "{":
                     rep = _repeat_at(p, self.i)
                     assert rep is not None
                     lo, hi, end = rep
+                    lo_hi = (lo, hi)
                     if lo > 1000 or (hi is not None and (hi > 1000 or hi < lo)):
                         raise _err("invalid repeat count", p[self.i : end])
                     op = p[self.i : end]
                     self.i = end
                 else:
                     op = c
+                    lo_hi = (0, None) if c == "*" else (1, None) if c == "+" else (0, 1)
                     self.i += 1
                 if self.i < n and p[self.i] == "?":
                     op += "?"
@@ -225,64 +272,81 @@ class _Translator:
                 if "U" in flags:
                     op = op[:-1] if op.endswith("?") and len(op) > 1 and op[-2] in "*+?}" else op + "?"
                 self.out.append(op)
+                lazy = len(op) > 1 and op.endswith("?")
+                sub = cur.pop() if cur else vm.Empty()
+                cur.append(vm.Repeat(sub, lo_hi[0], lo_hi[1], not lazy))
                 self.prev_rep_start = start
                 last_was_repeat = True
                 continue
             last_was_repeat = False
             can_repeat = True
             if c == "[":
-                self.out.append(self._char_class(flags))
+                text = self._char_class(flags)
+                self.out.append(text)
+                cur.append(_leaf(text, flags))
                 continue
             if c == "\\":
-                self.out.append(self._escape(flags))
+                text, node = self._escape(flags)
+                self.out.append(text)
+                cur.append(node)
                 continue
             if c == ".":
-                self.out.append("(?s:.)" if "s" in flags else "[^\\n]")
+                text = "(?s:.)" if "s" in flags else "[^\\n]"
+                self.out.append(text)
+                cur.append(_leaf(text, flags))
             elif c == "^":
                 self.out.append("(?m:^)" if "m" in flags else "\\A")
+                cur.append(vm.Assert(vm.BEGIN_LINE if "m" in flags else vm.BEGIN_TEXT))
                 can_repeat = False
             elif c == "$":
                 self.out.append("(?m:$)" if "m" in flags else "\\Z")
+                cur.append(vm.Assert(vm.END_LINE if "m" in flags else vm.END_TEXT))
                 can_repeat = False
             else:
                 self.out.append(_lit(c))
+                cur.append(_leaf(_lit(c), flags))
             self.i += 1
         if stack:
             raise _err("missing closing )", p)
         self.out.append(")" * closers)
+        self.root = _alt([*alts, _cat(cur)])
         return "".join(self.out)
 
     prev_rep_start = 0
 
-    def _escape(self, flags: str) -> str:
+    def _escape(self, flags: str) -> tuple[str, vm.Node]:
+        """An escape outside a class: (Python text, tree node)."""
         p = self.p
         i = self.i + 1
         if i >= len(p):
             raise _err("trailing backslash at end of expression", "")
         c = p[i]
         self.i = i + 1
+        text: str
         if c in _PERL:
-            return "[" + _PERL[c] + "]"
-        if c in "DSW":
-            return "[^" + _PERL[c.lower()] + "]"
-        if c == "b":
-            return _BOUNDARY
-        if c == "B":
-            return _NOT_BOUNDARY
-        if c == "A":
-            return "\\A"
-        if c == "z":
-            return "\\Z"
-        if c in "pP":
+            text = "[" + _PERL[c] + "]"
+        elif c in "DSW":
+            text = "[^" + _PERL[c.lower()] + "]"
+        elif c == "b":
+            return _BOUNDARY, vm.Assert(vm.WORD_BOUNDARY)
+        elif c == "B":
+            return _NOT_BOUNDARY, vm.Assert(vm.NO_WORD_BOUNDARY)
+        elif c == "A":
+            return "\\A", vm.Assert(vm.BEGIN_TEXT)
+        elif c == "z":
+            return "\\Z", vm.Assert(vm.END_TEXT)
+        elif c in "pP":
             body = self._unicode_prop(c)
-            return "[" + body + "]" if body != "(?!)" else body
-        if c == "Q":
+            text = "[" + body + "]" if body != "(?!)" else body
+        elif c == "Q":
             j = p.find("\\E", self.i)
             lit = p[self.i :] if j < 0 else p[self.i : j]
             self.i = len(p) if j < 0 else j + 2
-            return "(?:" + re.escape(lit) + ")" if lit else "(?:)"
-        cp = self._escape_char(c)
-        return _lit(chr(cp))
+            node = _cat([_leaf(_lit(ch), flags) for ch in lit])
+            return ("(?:" + re.escape(lit) + ")" if lit else "(?:)"), node
+        else:
+            text = _lit(chr(self._escape_char(c)))
+        return text, _leaf(text, flags)
 
     def _escape_char(self, c: str) -> int:
         """A single escaped character (after the backslash); self.i is past `c`."""
@@ -474,16 +538,89 @@ def _py_flags(flags: str) -> str:
     return on + ("-" + off if off else "")
 
 
-@functools.lru_cache(maxsize=256)
-def compile_re2(pattern: str) -> re.Pattern[str]:
-    translated = _Translator(pattern).translate()
+class Regex:
+    """A compiled RE2 pattern: `search` finds the leftmost-first match in linear time."""
+
+    __slots__ = ("groupindex", "groups", "pattern", "program")
+
+    def __init__(self, pattern: str, program: vm.Program, groupindex: dict[str, int]) -> None:
+        self.pattern = pattern
+        self.program = program
+        self.groups = program.ngroups
+        self.groupindex = groupindex
+
+    def search(self, s: str, pos: int = 0) -> Match | None:
+        """The leftmost-first match at or after `pos`; its span and groups are worked out when first asked for."""
+        if self.program.exec(s, pos, 0) is None:
+            return None
+        return Match(self, s, pos)
+
+    def find(self, s: str, pos: int, groups: bool) -> list[int] | None:
+        """Slots of the leftmost-first match at or after `pos`: [start, end] (and the groups' if `groups`)."""
+        return self.program.exec(s, pos, 2 if groups else 1)
+
+
+class Match:
+    """A match found by `Regex.search`."""
+
+    __slots__ = ("_slots", "pos", "re", "string")
+
+    def __init__(self, rx: Regex, s: str, pos: int) -> None:
+        self.re = rx
+        self.string = s
+        self.pos = pos
+        self._slots: list[int] | None = None
+
+    def _get(self) -> list[int]:
+        if self._slots is None:
+            slots = self.re.find(self.string, self.pos, True)
+            assert slots is not None
+            self._slots = slots
+        return self._slots
+
+    def span(self, group: int = 0) -> tuple[int, int]:
+        slots = self._get()
+        return slots[2 * group], slots[2 * group + 1]
+
+    def group(self, group: int = 0) -> str | None:
+        a, b = self.span(group)
+        return None if a < 0 or b < 0 else self.string[a:b]
+
+
+def _translate(pattern: str) -> _Translator:
+    t = _Translator(pattern)
+    translated = t.translate()
     try:
-        return re.compile(translated)
+        re.compile(translated)
     except re.error as e:
         raise _err("invalid regexp", f"{pattern}: {e}") from None
+    t.out = [translated]
+    return t
 
 
-def _expand(template: str, m: re.Match[str], names: dict[str, int]) -> str:
+@functools.lru_cache(maxsize=256)
+def compile_re2(pattern: str) -> Regex:
+    t = _translate(pattern)
+    groupindex = dict(re.compile(t.out[0]).groupindex)
+    try:
+        program = vm.Program(t.root, t.groups)
+    except vm.ProgramTooLarge:
+        raise _err("expression too large", pattern) from None
+    except RecursionError:
+        raise _err("expression nests too deeply", pattern) from None
+    return Regex(pattern, program, groupindex)
+
+
+def _python_pattern(pattern: str) -> re.Pattern[str]:
+    """The same pattern on Python's backtracking `re` (how it was matched before; the reference in tests)."""
+    return re.compile(_translate(pattern).out[0])
+
+
+def _expand(template: str, s: str, slots: list[int], groups: int, names: dict[str, int]) -> str:
+    def group(k: int) -> str | None:
+        a, b = slots[2 * k], slots[2 * k + 1]
+        return None if a < 0 or b < 0 else s[a:b]
+
     out: list[str] = []
     t = template
     while t:
@@ -498,10 +635,10 @@ def _expand(template: str, m: re.Match[str], names: dict[str, int]) -> str:
             continue
         brace = t.startswith("{")
         j = 1 if brace else 0
-        s = j
+        start = j
         while j < len(t) and (t[j] == "_" or t[j].isalpha() or t[j].isdigit()):
             j += 1
-        name = t[s:j]
+        name = t[start:j]
         if not name or (brace and not t.startswith("}", j)):
             out.append("$")
             continue
@@ -510,30 +647,35 @@ def _expand(template: str, m: re.Match[str], names: dict[str, int]) -> str:
         if name.isascii() and name.isdigit():
             num = int(name) if len(name) < 9 else -1
         if num >= 0:
-            if num <= (m.re.groups) and m.group(num) is not None:
-                out.append(m.group(num))
+            if num <= groups:
+                text = group(num)
+                if text is not None:
+                    out.append(text)
         else:
             idx = names.get(name)
-            if idx is not None and m.group(idx) is not None:
-                out.append(m.group(idx))
+            if idx is not None:
+                text = group(idx)
+                if text is not None:
+                    out.append(text)
     out.append(t)
     return "".join(out)
 
 
-def replace_all(rx: re.Pattern[str], repl: str, s: str) -> str:
-    names = dict(rx.groupindex)
+def replace_all(rx: Regex, repl: str, s: str) -> str:
+    names = rx.groupindex
+    expand = "$" in repl
     out: list[str] = []
     last_end = 0
     pos = 0
     n = len(s)
     while pos <= n:
-        m = rx.search(s, pos)
-        if m is None:
+        slots = rx.find(s, pos, expand)
+        if slots is None:
             break
-        a0, a1 = m.span()
+        a0, a1 = slots[0], slots[1]
         out.append(s[last_end:a0])
         if a1 > last_end or a0 == 0:
-            out.append(_expand(repl, m, names) if "$" in repl else repl)
+            out.append(_expand(repl, s, slots, rx.groups, names) if expand else repl)
         last_end = a1
         if pos + 1 > a1:
             pos += 1

@@ -1,0 +1,521 @@
+"""Linear-time matching for the template engine's RE2 patterns.
+
+The parser in `_regex` turns a pattern into the small tree defined here. The tree is compiled to a Thompson NFA
+program (character tests, splits, jumps, capture-slot saves and empty-width assertions) laid out the way Go's
+`regexp/syntax` compiler lays it out, so that priorities between alternatives, greedy and lazy repetition, and the
+`(x+)?` form used for a star over something that can match empty all come out as in Go.
+
+The program is run as a Pike VM: one ordered list of threads per input position, the highest-priority thread first,
+at most one thread per instruction, so the first thread to reach the match instruction wins (leftmost-first, like
+Go) and no input position is ever visited twice. A step from one thread list to the next depends only on the list's
+instructions, the character consumed and, for assertions, what kind of character follows; that step is computed once
+(in time proportional to the program) and cached on the list, so most characters cost one dictionary lookup plus the
+copying of capture slots. The cache is bounded; past the bound it is dropped and rebuilt, which keeps the worst case
+at O(program x text) for any input.
+
+Single characters are tested with Python's `re` on a one-character class (cached per character), which keeps case
+folding and Unicode classes exactly as Python defines them.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "BEGIN_LINE",
+    "BEGIN_TEXT",
+    "END_LINE",
+    "END_TEXT",
+    "NO_WORD_BOUNDARY",
+    "WORD_BOUNDARY",
+    "Alt",
+    "Assert",
+    "Cat",
+    "Char",
+    "Empty",
+    "Fail",
+    "Group",
+    "Node",
+    "Program",
+    "ProgramTooLarge",
+    "Repeat",
+]
+
+# ------------------------------------------------------------------------------------------------------- the tree
+
+BEGIN_LINE = 1
+END_LINE = 2
+BEGIN_TEXT = 4
+END_TEXT = 8
+WORD_BOUNDARY = 16
+NO_WORD_BOUNDARY = 32
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Char:
+    """One character that Python's `re` pattern `text` (a single-character pattern) matches."""
+
+    text: str
+    icase: bool
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Empty:
+    """Matches the empty string."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Fail:
+    """Matches nothing (an empty class)."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Assert:
+    """An empty-width test: one of the BEGIN_/END_/WORD_ constants."""
+
+    kind: int
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Cat:
+    items: tuple[Node, ...]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Alt:
+    items: tuple[Node, ...]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Repeat:
+    sub: Node
+    lo: int
+    hi: int | None
+    greedy: bool
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Group:
+    """Capturing group number `index` (from 1)."""
+
+    sub: Node
+    index: int
+
+
+Node = Char | Empty | Fail | Assert | Cat | Alt | Repeat | Group
+
+# ---------------------------------------------------------------------------------------------------- the program
+
+_CHAR = 0
+_MATCH = 1
+_SPLIT = 2
+_JMP = 3
+_SAVE = 4
+_ASSERT = 5
+_FAIL = 6
+
+MAX_PROGRAM = 100_000
+_MAX_STATES = 3_000
+_MAX_MEMO = 4_096
+
+
+class ProgramTooLarge(Exception):
+    """The pattern expands (counted repetition) to more instructions than MAX_PROGRAM."""
+
+
+@functools.lru_cache(maxsize=1024)
+def _char_test(text: str, icase: bool) -> tuple[dict[str, bool], re.Pattern[str]]:
+    """A memo of answers and the one-character Python pattern behind it; shared by equal leaves."""
+    return {}, re.compile(text, re.IGNORECASE if icase else 0)
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.op: list[int] = []
+        self.x: list[int] = []
+        self.y: list[int] = []
+        self.leaf: list[Char | None] = []
+        self.nullable_memo: dict[int, bool] = {}
+
+    def emit(self, op: int, x: int = -1, y: int = -1, leaf: Char | None = None) -> int:
+        if len(self.op) >= MAX_PROGRAM:
+            raise ProgramTooLarge
+        self.op.append(op)
+        self.x.append(x)
+        self.y.append(y)
+        self.leaf.append(leaf)
+        return len(self.op) - 1
+
+    def split(self, first: int, second: int) -> int:
+        return self.emit(_SPLIT, first, second)
+
+    def nullable(self, node: Node) -> bool:
+        key = id(node)
+        got = self.nullable_memo.get(key)
+        if got is None:
+            if isinstance(node, Char | Fail):
+                got = False
+            elif isinstance(node, Empty | Assert):
+                got = True
+            elif isinstance(node, Cat):
+                got = all(self.nullable(it) for it in node.items)
+            elif isinstance(node, Alt):
+                got = any(self.nullable(it) for it in node.items)
+            elif isinstance(node, Repeat):
+                got = node.lo == 0 or self.nullable(node.sub)
+            else:
+                got = self.nullable(node.sub)
+            self.nullable_memo[key] = got
+        return got
+
+    def comp(self, node: Node, nxt: int) -> int:
+        """Code for `node` that continues at `nxt`; returns its entry. Built back to front."""
+        if isinstance(node, Char):
+            return self.emit(_CHAR, nxt, leaf=node)
+        if isinstance(node, Empty):
+            return nxt
+        if isinstance(node, Fail):
+            return self.emit(_FAIL)
+        if isinstance(node, Assert):
+            return self.emit(_ASSERT, nxt, node.kind)
+        if isinstance(node, Cat):
+            for item in reversed(node.items):
+                nxt = self.comp(item, nxt)
+            return nxt
+        if isinstance(node, Alt):
+            entries = [self.comp(item, nxt) for item in node.items]
+            entry = entries[-1]
+            for e in reversed(entries[:-1]):
+                entry = self.split(e, entry)
+            return entry
+        if isinstance(node, Group):
+            close = self.emit(_SAVE, nxt, 2 * node.index + 1)
+            body = self.comp(node.sub, close)
+            return self.emit(_SAVE, body, 2 * node.index)
+        return self.repeat(node, nxt)
+
+    def loop_split(self, body_of: Node, nxt: int, greedy: bool) -> tuple[int, int]:
+        """A split that either runs `body_of` again (then comes back) or leaves to `nxt`: (split, body entry)."""
+        loop = self.emit(_SPLIT)
+        body = self.comp(body_of, loop)
+        self.x[loop], self.y[loop] = (body, nxt) if greedy else (nxt, body)
+        return loop, body
+
+    def quest(self, body: int, nxt: int, greedy: bool) -> int:
+        return self.split(body, nxt) if greedy else self.split(nxt, body)
+
+    def repeat(self, node: Repeat, nxt: int) -> int:
+        sub, lo, hi, greedy = node.sub, node.lo, node.hi, node.greedy
+        if hi is None:
+            if lo == 0:
+                if self.nullable(sub):
+                    # As Go: x* over an x that can match empty is (x+)?, for the right priorities.
+                    _, body = self.loop_split(sub, nxt, greedy)
+                    return self.quest(body, nxt, greedy)
+                loop, _ = self.loop_split(sub, nxt, greedy)
+                return loop
+            # x{n,} is n-1 copies of x, then x+.
+            _, entry = self.loop_split(sub, nxt, greedy)
+            for _ in range(lo - 1):
+                entry = self.comp(sub, entry)
+            return entry
+        # x{n,m} is n copies of x, then m-n nested optional copies: x{2,5} = xx(x(x(x)?)?)?.
+        entry = nxt
+        for _ in range(hi - lo):
+            entry = self.quest(self.comp(sub, entry), nxt, greedy)
+        for _ in range(lo):
+            entry = self.comp(sub, entry)
+        return entry
+
+
+def _anchored(node: Node) -> bool:
+    """Whether every match must start at the beginning of the text."""
+    if isinstance(node, Assert):
+        return node.kind == BEGIN_TEXT
+    if isinstance(node, Cat):
+        return bool(node.items) and _anchored(node.items[0])
+    if isinstance(node, Alt):
+        return all(_anchored(it) for it in node.items)
+    if isinstance(node, Group):
+        return _anchored(node.sub)
+    if isinstance(node, Repeat):
+        return node.lo >= 1 and _anchored(node.sub)
+    return False
+
+
+_WORD = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+
+# What follows a position, for the assertions: 0 the end of the text, 1 a newline, 2 a word character, 3 other.
+_NEXT_END = 0
+
+
+def _kind(c: str) -> int:
+    if c == "\n":
+        return 1
+    return 2 if c in _WORD else 3
+
+
+def _mask(prev: int, nxt: int) -> int:
+    """The assertions that hold between a character of kind `prev` and one of kind `nxt` (0 = outside the text)."""
+    m = 0
+    if prev == 0:
+        m |= BEGIN_TEXT | BEGIN_LINE
+    elif prev == 1:
+        m |= BEGIN_LINE
+    if nxt == 0:
+        m |= END_TEXT | END_LINE
+    elif nxt == 1:
+        m |= END_LINE
+    m |= WORD_BOUNDARY if (prev == 2) != (nxt == 2) else NO_WORD_BOUNDARY
+    return m
+
+
+class _State:
+    """An ordered list of threads' instructions; `steps[k][c]` caches the step on character c (k: what follows)."""
+
+    __slots__ = ("pcs", "steps")
+
+    def __init__(self, pcs: tuple[int, ...]) -> None:
+        self.pcs = pcs
+        self.steps: list[dict[str, _Step]] = [{}, {}, {}, {}, {}, {}, {}, {}]
+
+
+# A step: (next state, source thread of each new thread (-1: a new thread starting here), the capture slots each new
+# thread sets, index of the thread that matched before the step (-1: none), whether every new thread is a new start).
+_Step = tuple[_State, tuple[int, ...], tuple[tuple[int, ...], ...], int, bool]
+
+
+class Program:
+    """A compiled pattern with `ngroups` capturing groups."""
+
+    def __init__(self, root: Node, ngroups: int) -> None:
+        b = _Builder()
+        match = b.emit(_MATCH)
+        self.start = b.comp(root, match)
+        self.op = b.op
+        self.x = b.x
+        self.y = b.y
+        self.leaf = b.leaf
+        self.ngroups = ngroups
+        self.anchored = _anchored(root)
+        self.uses_context = _ASSERT in self.op
+        self.states: dict[tuple[int, ...], _State] = {}
+        self.initial: dict[int, tuple[_State, tuple[tuple[int, ...], ...]]] = {}
+        self.skip = self._skip_pattern()
+
+    # -- building steps
+
+    def _skip_pattern(self) -> re.Pattern[str] | None:
+        """A Python pattern for the characters that can begin a match, or None if a match can be empty."""
+        seen: set[int] = set()
+        stack = [self.start]
+        texts: dict[str, None] = {}
+        while stack:
+            pc = stack.pop()
+            if pc in seen:
+                continue
+            seen.add(pc)
+            op = self.op[pc]
+            if op == _MATCH:
+                return None
+            if op == _CHAR:
+                leaf = self.leaf[pc]
+                assert leaf is not None
+                texts[("(?i:" if leaf.icase else "(?-i:") + leaf.text + ")"] = None
+            elif op == _SPLIT:
+                stack += (self.y[pc], self.x[pc])
+            elif op != _FAIL:
+                stack.append(self.x[pc])
+        if not texts or len(texts) > 64:
+            return None
+        return re.compile("|".join(texts))
+
+    def _test(self, pc: int, c: str) -> bool:
+        leaf = self.leaf[pc]
+        assert leaf is not None
+        memo, rx = _char_test(leaf.text, leaf.icase)
+        got = memo.get(c)
+        if got is None:
+            got = rx.match(c) is not None
+            if len(memo) < _MAX_MEMO:
+                memo[c] = got
+        return got
+
+    def _add(
+        self,
+        pc: int,
+        ctx: int,
+        visited: set[int],
+        pcs: list[int],
+        srcs: list[int],
+        opss: list[tuple[int, ...]],
+        src: int,
+    ) -> None:
+        """Follow empty moves from `pc` in priority order, adding each character test or match reached first."""
+        op, x, y = self.op, self.x, self.y
+        stack: list[tuple[int, tuple[int, ...]]] = [(pc, ())]
+        while stack:
+            pc, ops = stack.pop()
+            if pc in visited:
+                continue
+            visited.add(pc)
+            o = op[pc]
+            if o <= _MATCH:
+                pcs.append(pc)
+                srcs.append(src)
+                opss.append(ops)
+            elif o == _SPLIT:
+                stack.append((y[pc], ops))
+                stack.append((x[pc], ops))
+            elif o == _JMP:
+                stack.append((x[pc], ops))
+            elif o == _SAVE:
+                slot = y[pc]
+                stack.append((x[pc], ops if slot in ops else (*ops, slot)))
+            elif o == _ASSERT and ctx & y[pc]:
+                stack.append((x[pc], ops))
+
+    def _state(self, pcs: tuple[int, ...]) -> _State:
+        st = self.states.get(pcs)
+        if st is None:
+            if len(self.states) >= _MAX_STATES:
+                self.states = {}
+                self.initial = {}
+            st = self.states[pcs] = _State(pcs)
+        return st
+
+    def _begin(self, ctx: int) -> tuple[_State, tuple[tuple[int, ...], ...]]:
+        got = self.initial.get(ctx)
+        if got is None:
+            pcs: list[int] = []
+            srcs: list[int] = []
+            opss: list[tuple[int, ...]] = []
+            self._add(self.start, ctx, set(), pcs, srcs, opss, -1)
+            got = self.initial[ctx] = (self._state(tuple(pcs)), tuple(opss))
+        return got
+
+    def _step(self, st: _State, c: str, nxt: int, adding: bool) -> _Step:
+        ctx = _mask(_kind(c), nxt) if self.uses_context else 0
+        visited: set[int] = set()
+        pcs: list[int] = []
+        srcs: list[int] = []
+        opss: list[tuple[int, ...]] = []
+        matched = -1
+        op, x = self.op, self.x
+        for idx, pc in enumerate(st.pcs):
+            if op[pc] == _MATCH:
+                matched = idx
+                break
+            if self._test(pc, c):
+                self._add(x[pc], ctx, visited, pcs, srcs, opss, idx)
+        if adding and matched < 0:
+            self._add(self.start, ctx, visited, pcs, srcs, opss, -1)
+        fresh = all(s < 0 for s in srcs)
+        step: _Step = (self._state(tuple(pcs)), tuple(srcs), tuple(opss), matched, fresh)
+        st.steps[nxt + (4 if adding else 0)][c] = step
+        return step
+
+    # -- running
+
+    def _context_at(self, s: str, i: int) -> int:
+        if not self.uses_context:
+            return 0
+        return _mask(_kind(s[i - 1]) if i > 0 else 0, _kind(s[i]) if i < len(s) else 0)
+
+    def exec(self, s: str, pos: int, want: int) -> list[int] | None:
+        """The leftmost-first match in s at or after pos: slots [start, end, g1 start, g1 end, ...] (-1 for unset).
+
+        want = 0: only whether there is a match (returns [] or None); 1: the match's span; 2: the span and groups.
+        """
+        n = len(s)
+        if pos > n or (self.anchored and pos > 0):
+            return None
+        ctx = self.uses_context
+        adding = not self.anchored
+        skip = self.skip if adding else None
+        nslots = 2 * (self.ngroups + 1)
+        i = pos
+        st, opss = self._begin(self._context_at(s, i))
+        threads: list[Any] = self._starts(opss, i, want, nslots)
+        found: list[int] | None = None
+        fresh = True
+        while i < n:
+            if fresh and skip is not None:
+                m = skip.search(s, i)
+                if m is None:
+                    return found
+                if m.start() > i:
+                    i = m.start()
+                    st, opss = self._begin(self._context_at(s, i))
+                    threads = self._starts(opss, i, want, nslots)
+            c = s[i]
+            k = (_kind(s[i + 1]) if i + 1 < n else 0) if ctx else 0
+            step = st.steps[k + 4 if adding else k].get(c)
+            if step is None:
+                step = self._step(st, c, k, adding)
+            st, srcs, opss, hit, fresh = step
+            if hit >= 0:
+                if want == 0:
+                    return []
+                found = self._found(threads[hit], i, want)
+                adding = False
+                skip = None
+            i += 1
+            if want == 1:
+                threads = [threads[j] if j >= 0 else i for j in srcs]
+            elif want == 2:
+                threads = self._carry(threads, srcs, opss, i, nslots)
+            if not st.pcs and not adding:
+                return found
+        for idx, pc in enumerate(st.pcs):
+            if self.op[pc] == _MATCH:
+                return [] if want == 0 else self._found(threads[idx], n, want)
+        return found
+
+    @staticmethod
+    def _starts(opss: tuple[tuple[int, ...], ...], i: int, want: int, nslots: int) -> list[Any]:
+        if want < 2:
+            return [i] * len(opss)
+        base = [-1] * nslots
+        base[0] = i
+        out: list[Any] = []
+        for ops in opss:
+            slots = list(base)
+            for k in ops:
+                slots[k] = i
+            out.append(tuple(slots))
+        return out
+
+    @staticmethod
+    def _carry(
+        threads: list[Any], srcs: tuple[int, ...], opss: tuple[tuple[int, ...], ...], i: int, nslots: int
+    ) -> list[Any]:
+        out: list[Any] = []
+        base: tuple[int, ...] | None = None
+        for j, ops in zip(srcs, opss, strict=True):
+            if j >= 0:
+                t = threads[j]
+            else:
+                if base is None:
+                    b = [-1] * nslots
+                    b[0] = i
+                    base = tuple(b)
+                t = base
+            if ops:
+                slots = list(t)
+                for k in ops:
+                    slots[k] = i
+                t = tuple(slots)
+            out.append(t)
+        return out
+
+    @staticmethod
+    def _found(thread: Any, end: int, want: int) -> list[int]:
+        if want == 1:
+            return [thread, end]
+        slots = list(thread)
+        slots[1] = end
+        return slots

@@ -1,0 +1,262 @@
+"""regexMatch and regexReplace run on a linear-time engine (a Pike VM), not on Python's backtracking `re`.
+
+The engine must give what Python's `re` gives on the translated pattern (how the patterns were matched before) for
+every pattern whose meaning is the same in both: random patterns from a small grammar are compared on random text,
+for the leftmost-first match, its groups and the full replacement. Patterns that make a backtracking engine take
+exponential time finish on long inputs, directly and through the template API.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from onellm.templating import TemplateError, render
+from onellm.templating._regex import _expand, _python_pattern, compile_re2, replace_all
+
+# ---------------------------------------------------------------------------------------------- a pattern grammar
+
+# Atoms that always consume one character, and empty-width ones (never repeated: a repeated part that can match
+# empty is where Go's rules and Python's backtracking part ways, so the grammar leaves those out).
+CHARS = [
+    "a",
+    "b",
+    "A",
+    "-",
+    "\\n",
+    "é",
+    ".",
+    "[ab]",
+    "[^a]",
+    "[a-c]",
+    "\\d",
+    "\\w",
+    "\\s",
+    "\\W",
+    "\\D",
+    "[[:alpha:]]",
+    "[[:^space:]]",
+    "\\pL",
+    "\\PL",
+    "\\x41",
+    "\\.",
+]
+EMPTIES = ["^", "$", "\\A", "\\z", "\\b", "\\B"]
+REPEATS = ["*", "+", "?", "{2}", "{1,3}", "{0,2}", "{2,}"]
+
+
+def _patterns() -> st.SearchStrategy[tuple[str, bool]]:
+    """(pattern, can match empty)."""
+    leaf = st.one_of(
+        st.sampled_from(CHARS).map(lambda c: (c, False)), st.sampled_from(EMPTIES).map(lambda e: (e, True))
+    )
+
+    def extend(inner: st.SearchStrategy[tuple[str, bool]]) -> st.SearchStrategy[tuple[str, bool]]:
+        def cat(parts: list[tuple[str, bool]]) -> tuple[str, bool]:
+            return "".join(p for p, _ in parts), all(e for _, e in parts)
+
+        def alt(parts: list[tuple[str, bool]]) -> tuple[str, bool]:
+            return "|".join(p for p, _ in parts), any(e for _, e in parts)
+
+        def group(args: tuple[str, tuple[str, bool]]) -> tuple[str, bool]:
+            opener, (body, empty) = args
+            return opener + body + ")", empty
+
+        def repeat(args: tuple[tuple[str, bool], str, bool]) -> tuple[str, bool]:
+            (body, empty), op, lazy = args
+            if empty:
+                return body, empty
+            if (
+                not body.endswith(")")
+                and len(body) > 1
+                and not re.fullmatch(r"\\.|\[[^]]*\]|\[\[:\^?\w+:\]\]|\\x41", body)
+            ):
+                body = "(?:" + body + ")"
+            return body + op + ("?" if lazy else ""), op[:2] in ("*", "?", "{0")
+
+        openers = st.sampled_from(["(", "(", "(?:", "(?P<n>", "(?<m>", "(?i:", "(?s:", "(?m:", "(?U:", "(?i)(?:"])
+        return st.one_of(
+            st.lists(inner, min_size=2, max_size=4).map(cat),
+            st.lists(inner, min_size=2, max_size=3).map(alt),
+            st.tuples(openers, inner).map(group),
+            st.tuples(inner, st.sampled_from(REPEATS), st.booleans()).map(repeat),
+        )
+
+    return st.recursive(leaf, extend, max_leaves=8)
+
+
+TEXT = st.text(alphabet=st.sampled_from("aabbAB1 \n-é_."), max_size=14)
+
+
+def _valid(pattern: str) -> bool:
+    try:
+        compile_re2(pattern)
+    except Exception:
+        return False
+    return True
+
+
+def _reference_slots(m: re.Match[str] | None) -> list[int] | None:
+    if m is None:
+        return None
+    slots: list[int] = []
+    for k in range(m.re.groups + 1):
+        slots += m.span(k)
+    return slots
+
+
+def _reference_replace(rx: re.Pattern[str], repl: str, s: str) -> str:
+    """Go's ReplaceAllString written over Python's `re`, as the engine did it before."""
+    names = dict(rx.groupindex)
+    out: list[str] = []
+    last_end = pos = 0
+    while pos <= len(s):
+        m = rx.search(s, pos)
+        if m is None:
+            break
+        a0, a1 = m.span()
+        out.append(s[last_end:a0])
+        if a1 > last_end or a0 == 0:
+            slots = _reference_slots(m)
+            assert slots is not None
+            out.append(_expand(repl, s, slots, rx.groups, names))
+        last_end = a1
+        pos = pos + 1 if pos + 1 > a1 else a1
+    out.append(s[last_end:])
+    return "".join(out)
+
+
+@settings(max_examples=600, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_patterns(), TEXT, st.integers(min_value=0, max_value=4))
+def test_search_agrees_with_python_re(pattern: tuple[str, bool], text: str, pos: int) -> None:
+    p = pattern[0]
+    if not _valid(p):
+        return
+    ours, ref = compile_re2(p), _python_pattern(p)
+    pos = min(pos, len(text))
+    assert (ours.search(text, pos) is None) == (ref.search(text, pos) is None)
+    assert ours.find(text, pos, True) == _reference_slots(ref.search(text, pos))
+    got = ours.find(text, pos, False)
+    want = ref.search(text, pos)
+    assert got == (None if want is None else list(want.span()))
+
+
+@settings(max_examples=400, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_patterns(), TEXT, st.sampled_from(["-", "", "<$0>", "[$1|${2}]", "$n.${m}$$", "${1}x$3$9"]))
+def test_replace_agrees_with_python_re(pattern: tuple[str, bool], text: str, repl: str) -> None:
+    p = pattern[0]
+    if not _valid(p):
+        return
+    assert replace_all(compile_re2(p), repl, text) == _reference_replace(_python_pattern(p), repl, text)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text", "span"),
+    [
+        ("(?i)straße", "STRASSE Straße", (8, 14)),
+        ("(?i)k", "\u212a", (0, 1)),
+        ("(?i)[a-z]+", "ÀbC", (1, 3)),
+        ("\\bé", "xé é", (1, 2)),
+        ("(?m)^b$", "a\nb\nc", (2, 3)),
+        ("a$", "a\n", None),
+        ("(a|ab)(c|bcd)(d*)", "abcd", (0, 4)),
+        ("a{2,3}?", "aaaa", (0, 2)),
+        ("(?U)a+", "aaa", (0, 1)),
+        ("(?U)a+?", "aaa", (0, 3)),
+        ("[^\\x00-\\x{10FFFF}]", "abc", None),
+        ("x*", "", (0, 0)),
+        ("\\Qa.b\\E+", "a.ba.b a.b", (0, 6)),
+    ],
+)
+def test_selected_cases_agree_with_python_re(pattern: str, text: str, span: tuple[int, int] | None) -> None:
+    ours = compile_re2(pattern).find(text, 0, True)
+    ref = _python_pattern(pattern).search(text)
+    assert ours == _reference_slots(ref)
+    assert (None if ours is None else (ours[0], ours[1])) == span
+
+
+def test_groups_of_the_leftmost_first_match() -> None:
+    rx = compile_re2("(a+)(b+)?(?P<tail>c)?")
+    m = rx.search("xxaabbc")
+    assert m is not None
+    assert m.span() == (2, 7)
+    assert (m.group(1), m.group(2), m.group(3)) == ("aa", "bb", "c")
+    assert replace_all(rx, "[$2$1${tail}]", "xaab aac") == "x[baa] [aac]"
+
+
+def test_a_too_large_expansion_is_refused_with_gos_message() -> None:
+    with pytest.raises(Exception, match="expression too large"):
+        compile_re2("((a{1000}){1000}){1000}")
+
+
+# ------------------------------------------------------------------------------------------------ hostile patterns
+
+HOSTILE = [
+    ("(a+)+$", "a" * 5000 + "b"),
+    ("(a|a)*b", "a" * 5000),
+    ("(a*)*b", "a" * 5000),
+    ("(x+x+)+y", "x" * 5000),
+    ("(.*a){20}", "a" * 20 + "b" * 3000),
+    ("(?:a?){30}a{30}", "a" * 3000),
+    ("^(\\w+\\s?)*$", "word " * 800 + "!"),
+    ("(\\d+|\\w+)*z", "1a" * 2000),
+]
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize(("pattern", "text"), HOSTILE)
+def test_hostile_patterns_finish(pattern: str, text: str) -> None:
+    rx = compile_re2(pattern)
+    m = rx.search(text)
+    if m is not None:
+        a, b = m.span()
+        assert 0 <= a <= b <= len(text)
+    out = replace_all(rx, "<$1>", text)
+    assert isinstance(out, str)
+
+
+@pytest.mark.timeout(20)
+def test_hostile_patterns_answer_correctly() -> None:
+    assert compile_re2("(a+)+$").search("a" * 5000 + "b") is None
+    assert compile_re2("(a|a)*b").search("a" * 5000) is None
+    assert compile_re2("(x+x+)+y").search("x" * 5000) is None
+    m = compile_re2("(.*a){20}").search("a" * 20 + "b" * 3000)
+    assert m is not None
+    assert m.span() == (0, 20)
+    assert replace_all(compile_re2("(a|a)*b"), "", "a" * 3000 + "b") == ""
+
+
+@pytest.mark.timeout(20)
+def test_hostile_patterns_through_the_template_api() -> None:
+    scope = {"s": "a" * 4000 + "b", "x": "x" * 4000}
+    out = render(
+        '{{ regexMatch "(a+)+$" .s }} {{ regexMatch "(x+x+)+y" .x }} {{ len (regexReplace "(a|a)*b" "-" .s) }} '
+        '{{ regexReplace "(a*)*b$" "[$1]" .s }}',
+        scope,
+    )
+    assert out == "false false 1 [" + "a" * 4000 + "]"
+
+
+@pytest.mark.timeout(20)
+def test_a_hostile_pattern_from_the_data_renders() -> None:
+    out = render(
+        "{{ regexMatch .p .s }}|{{ regexReplace .p .r .s }}", {"p": "(\\w+\\s?)*$", "s": "ab " * 2000 + "!", "r": "$1"}
+    )
+    head, _, tail = out.partition("|")
+    assert head == "true"
+    assert tail == "ab " * 2000 + "!"
+
+
+def test_errors_are_unchanged() -> None:
+    for pattern, message in [
+        ("(a", "missing closing )"),
+        ("a**", "invalid nested repetition operator"),
+        ("(?=a)", "invalid or unsupported Perl syntax"),
+        ("a{1001}", "invalid repeat count"),
+        ("(?P<n>a)(?P<n>b)", "invalid regexp"),
+    ]:
+        with pytest.raises(TemplateError, match=re.escape(message)):
+            render("{{ regexMatch .p .s }}", {"p": pattern, "s": "a"})
