@@ -664,8 +664,6 @@ def read_header(text: str | bytes, *, file: str | None = None) -> dict[str, Any]
     Raises:
         BadDefinitionError: the text is not valid YAML or not a mapping.
     """
-    from onellm.yamlio import safe_load
-
     text = _decode(text, file)
     end = _layout.header_end(text)
     data: Any
@@ -674,9 +672,9 @@ def read_header(text: str | bytes, *, file: str | None = None) -> dict[str, Any]
         try:
             data = _canon.parse_mapping(head)
         except _canon.Unsupported:
-            data = safe_load(head, file=file)
+            data = _safe_load(head, file)
     else:
-        data = safe_load(text, file=file)
+        data = _safe_load(text, file)
     if not isinstance(data, dict):
         found = "an empty document" if data is None else type_name(data)
         raise BadDefinitionError(f"an instance file holds a mapping, not {found}", file=file, line=1, column=1)
