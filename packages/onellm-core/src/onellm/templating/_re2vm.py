@@ -118,7 +118,8 @@ _ASSERT = 5
 _FAIL = 6
 
 MAX_PROGRAM = 100_000
-_MAX_STATES = 3_000
+_MAX_STATES = 2_000
+_MAX_STEPS = 20_000
 _MAX_MEMO = 4_096
 
 
@@ -303,6 +304,7 @@ class Program:
         self.anchored = _anchored(root)
         self.uses_context = _ASSERT in self.op
         self.states: dict[tuple[int, ...], _State] = {}
+        self.cached_steps = 0
         self.initial: dict[int, tuple[_State, tuple[tuple[int, ...], ...]]] = {}
         self.skip = self._skip_pattern()
 
@@ -381,9 +383,11 @@ class Program:
     def _state(self, pcs: tuple[int, ...]) -> _State:
         st = self.states.get(pcs)
         if st is None:
-            if len(self.states) >= _MAX_STATES:
+            if len(self.states) >= _MAX_STATES or self.cached_steps >= _MAX_STEPS:
+                # Drop the cache (states still in use by a running search keep working, unshared).
                 self.states = {}
                 self.initial = {}
+                self.cached_steps = 0
             st = self.states[pcs] = _State(pcs)
         return st
 
@@ -416,6 +420,7 @@ class Program:
         fresh = all(s < 0 for s in srcs)
         step: _Step = (self._state(tuple(pcs)), tuple(srcs), tuple(opss), matched, fresh)
         st.steps[nxt + (4 if adding else 0)][c] = step
+        self.cached_steps += 1
         return step
 
     # -- running
@@ -425,16 +430,55 @@ class Program:
             return 0
         return _mask(_kind(s[i - 1]) if i > 0 else 0, _kind(s[i]) if i < len(s) else 0)
 
-    def exec(self, s: str, pos: int, want: int) -> list[int] | None:
+    def matches(self, s: str, pos: int = 0) -> bool:
+        """Whether there is a match at or after `pos`: the thread lists alone, no positions kept."""
+        n = len(s)
+        if pos > n or (self.anchored and pos > 0):
+            return False
+        ctx = self.uses_context
+        adding = not self.anchored
+        skip = self.skip if adding else None
+        i = pos
+        st = self._begin(self._context_at(s, i))[0]
+        fresh = True
+        table = st.steps[4 if adding else 0] if not ctx else None
+        while i < n:
+            if fresh and skip is not None:
+                m = skip.search(s, i)
+                if m is None:
+                    return False
+                if m.start() > i:
+                    i = m.start()
+                    st = self._begin(self._context_at(s, i))[0]
+            c = s[i]
+            if ctx:
+                k = _kind(s[i + 1]) if i + 1 < n else 0
+                table = st.steps[k + 4 if adding else k]
+            else:
+                k = 0
+                table = st.steps[4 if adding else 0]
+            step = table.get(c)
+            if step is None:
+                step = self._step(st, c, k, adding)
+            if step[3] >= 0:
+                return True
+            st = step[0]
+            fresh = step[4]
+            i += 1
+            if not st.pcs and not adding:
+                return False
+        return any(self.op[pc] == _MATCH for pc in st.pcs)
+
+    def exec(self, s: str, pos: int, want: int, anchor: bool = False) -> list[int] | None:
         """The leftmost-first match in s at or after pos: slots [start, end, g1 start, g1 end, ...] (-1 for unset).
 
-        want = 0: only whether there is a match (returns [] or None); 1: the match's span; 2: the span and groups.
+        want = 1: the match's span; 2: the span and groups. With `anchor`, only a match starting at pos.
         """
         n = len(s)
         if pos > n or (self.anchored and pos > 0):
             return None
         ctx = self.uses_context
-        adding = not self.anchored
+        adding = not (self.anchored or anchor)
         skip = self.skip if adding else None
         nslots = 2 * (self.ngroups + 1)
         i = pos
@@ -458,26 +502,24 @@ class Program:
                 step = self._step(st, c, k, adding)
             st, srcs, opss, hit, fresh = step
             if hit >= 0:
-                if want == 0:
-                    return []
                 found = self._found(threads[hit], i, want)
                 adding = False
                 skip = None
             i += 1
             if want == 1:
-                threads = [threads[j] if j >= 0 else i for j in srcs]
-            elif want == 2:
+                threads = [i] * len(srcs) if fresh else [threads[j] if j >= 0 else i for j in srcs]
+            else:
                 threads = self._carry(threads, srcs, opss, i, nslots)
             if not st.pcs and not adding:
                 return found
         for idx, pc in enumerate(st.pcs):
             if self.op[pc] == _MATCH:
-                return [] if want == 0 else self._found(threads[idx], n, want)
+                return self._found(threads[idx], n, want)
         return found
 
     @staticmethod
     def _starts(opss: tuple[tuple[int, ...], ...], i: int, want: int, nslots: int) -> list[Any]:
-        if want < 2:
+        if want == 1:
             return [i] * len(opss)
         base = [-1] * nslots
         base[0] = i

@@ -551,13 +551,20 @@ class Regex:
 
     def search(self, s: str, pos: int = 0) -> Match | None:
         """The leftmost-first match at or after `pos`; its span and groups are worked out when first asked for."""
-        if self.program.exec(s, pos, 0) is None:
+        if not self.program.matches(s, pos):
             return None
         return Match(self, s, pos)
 
     def find(self, s: str, pos: int, groups: bool) -> list[int] | None:
-        """Slots of the leftmost-first match at or after `pos`: [start, end] (and the groups' if `groups`)."""
-        return self.program.exec(s, pos, 2 if groups else 1)
+        """Slots of the leftmost-first match at or after `pos`: [start, end] (and the groups' if `groups`).
+
+        The span is found first without groups; the groups are then worked out by a second run anchored at the
+        match's start, which only has to cover the match itself (and what its higher-priority threads try).
+        """
+        slots = self.program.exec(s, pos, 1)
+        if slots is None or not groups or not self.groups:
+            return slots
+        return self.program.exec(s, slots[0], 2, anchor=True)
 
 
 class Match:
