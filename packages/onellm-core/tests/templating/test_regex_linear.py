@@ -260,3 +260,49 @@ def test_errors_are_unchanged() -> None:
     ]:
         with pytest.raises(TemplateError, match=re.escape(message)):
             render("{{ regexMatch .p .s }}", {"p": pattern, "s": "a"})
+
+
+# ------------------------------------------------------------------------------------------- longer and shared use
+
+
+def test_many_automaton_states_still_agree() -> None:
+    """A pattern whose thread lists take thousands of shapes: the step cache is dropped and rebuilt on the way."""
+    import random
+
+    rnd = random.Random(5)
+    pattern = "(?:a|b)*a(?:a|b){12}(c)?"
+    ours, ref = compile_re2(pattern), _python_pattern(pattern)
+    for _ in range(3):
+        text = "".join(rnd.choice("ab" * 20 + "c") for _ in range(6000))
+        assert ours.find(text, 0, True) == _reference_slots(ref.search(text))
+        assert replace_all(ours, "<$1>", text) == _reference_replace(ref, "<$1>", text)
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["\\b\\w+\\b", "(?m)^\\s*(\\w+):\\s*(.*)$", "[^a-z0-9]+", "(\\d+)-(\\d+)", "(?i)(?:the|an?)\\s+(\\w+)", "\\B.\\B"],
+)
+def test_typical_patterns_on_longer_text_agree(pattern: str) -> None:
+    import random
+
+    rnd = random.Random(pattern)
+    text = "".join(
+        rnd.choice(["a", "The", " ", "\n", "key: value", "12-34", ",", "é", "x_y", "  "]) for _ in range(800)
+    )
+    ours, ref = compile_re2(pattern), _python_pattern(pattern)
+    for pos in (0, 1, 7, len(text) // 2):
+        assert ours.find(text, pos, True) == _reference_slots(ref.search(text, pos))
+        assert (ours.search(text, pos) is None) == (ref.search(text, pos) is None)
+    assert replace_all(ours, "[$1|$2]", text) == _reference_replace(ref, "[$1|$2]", text)
+
+
+def test_one_compiled_pattern_shared_by_threads() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    pattern = "(\\w+)@(\\w+)\\.(?:com|org)"
+    texts = [f"{'x' * k} user{k}@host{k}.org tail" * 3 for k in range(40)]
+    ref = _python_pattern(pattern)
+    expected = [_reference_replace(ref, "$2/$1", t) for t in texts]
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda t: replace_all(compile_re2(pattern), "$2/$1", t), texts * 5))
+    assert got == expected * 5

@@ -441,7 +441,6 @@ class Program:
         i = pos
         st = self._begin(self._context_at(s, i))[0]
         fresh = True
-        table = st.steps[4 if adding else 0] if not ctx else None
         while i < n:
             if fresh and skip is not None:
                 m = skip.search(s, i)
