@@ -188,8 +188,10 @@ def test_groups_of_the_leftmost_first_match() -> None:
 
 
 def test_a_too_large_expansion_is_refused_with_gos_message() -> None:
-    with pytest.raises(Exception, match="expression too large"):
-        compile_re2("((a{1000}){1000}){1000}")
+    for pattern in ["((a{1000}){1000}){1000}", "(?:a{1000}){11}"]:
+        with pytest.raises(TemplateError, match="expression too large"):
+            render("{{ regexMatch .p .s }}", {"p": pattern, "s": "a"})
+    assert render("{{ regexMatch .p .s }}", {"p": "(?:[a-z]{1000}){9}", "s": "abc"}) == "false"
 
 
 # ------------------------------------------------------------------------------------------------ hostile patterns

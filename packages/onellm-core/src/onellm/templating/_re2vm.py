@@ -117,7 +117,7 @@ _SAVE = 4
 _ASSERT = 5
 _FAIL = 6
 
-MAX_PROGRAM = 100_000
+MAX_PROGRAM = 10_000
 _MAX_STATES = 2_000
 _MAX_STEPS = 20_000
 _MAX_MEMO = 4_096
@@ -285,8 +285,9 @@ class _State:
 
 
 # A step: (next state, source thread of each new thread (-1: a new thread starting here), the capture slots each new
-# thread sets, index of the thread that matched before the step (-1: none), whether every new thread is a new start).
-_Step = tuple[_State, tuple[int, ...], tuple[tuple[int, ...], ...], int, bool]
+# thread sets, index of the thread that matched before the step (-1: none), whether every new thread is a new start,
+# whether no new thread starts or sets a slot).
+_Step = tuple[_State, tuple[int, ...], tuple[tuple[int, ...], ...], int, bool, bool]
 
 
 class Program:
@@ -300,6 +301,7 @@ class Program:
         self.x = b.x
         self.y = b.y
         self.leaf = b.leaf
+        self.tests = [None if leaf is None else _char_test(leaf.text, leaf.icase) for leaf in b.leaf]
         self.ngroups = ngroups
         self.anchored = _anchored(root)
         self.uses_context = _ASSERT in self.op
@@ -335,16 +337,6 @@ class Program:
             return None
         return re.compile("|".join(texts))
 
-    def _test(self, pc: int, c: str) -> bool:
-        leaf = self.leaf[pc]
-        assert leaf is not None
-        memo, rx = _char_test(leaf.text, leaf.icase)
-        got = memo.get(c)
-        if got is None:
-            got = rx.match(c) is not None
-            if len(memo) < _MAX_MEMO:
-                memo[c] = got
-        return got
 
     def _add(
         self,
@@ -408,17 +400,35 @@ class Program:
         srcs: list[int] = []
         opss: list[tuple[int, ...]] = []
         matched = -1
-        op, x = self.op, self.x
+        op, x, tests = self.op, self.x, self.tests
         for idx, pc in enumerate(st.pcs):
-            if op[pc] == _MATCH:
+            test = tests[pc]
+            if test is None:  # the match instruction
                 matched = idx
                 break
-            if self._test(pc, c):
-                self._add(x[pc], ctx, visited, pcs, srcs, opss, idx)
+            memo, rx = test
+            ok = memo.get(c)
+            if ok is None:
+                ok = rx.match(c) is not None
+                if len(memo) < _MAX_MEMO:
+                    memo[c] = ok
+            if not ok:
+                continue
+            to = x[pc]
+            if op[to] <= _MATCH:
+                # The common case, one character test after another: no empty moves to follow.
+                if to not in visited:
+                    visited.add(to)
+                    pcs.append(to)
+                    srcs.append(idx)
+                    opss.append(())
+            else:
+                self._add(to, ctx, visited, pcs, srcs, opss, idx)
         if adding and matched < 0:
             self._add(self.start, ctx, visited, pcs, srcs, opss, -1)
         fresh = all(s < 0 for s in srcs)
-        step: _Step = (self._state(tuple(pcs)), tuple(srcs), tuple(opss), matched, fresh)
+        plain = not any(opss) and min(srcs, default=0) >= 0
+        step: _Step = (self._state(tuple(pcs)), tuple(srcs), tuple(opss), matched, fresh, plain)
         st.steps[nxt + (4 if adding else 0)][c] = step
         self.cached_steps += 1
         return step
@@ -468,14 +478,16 @@ class Program:
                 return False
         return any(self.op[pc] == _MATCH for pc in st.pcs)
 
-    def exec(self, s: str, pos: int, want: int, anchor: bool = False) -> list[int] | None:
+    def exec(self, s: str, pos: int, want: int, anchor: bool = False, end: int = -1) -> list[int] | None:
         """The leftmost-first match in s at or after pos: slots [start, end, g1 start, g1 end, ...] (-1 for unset).
 
-        want = 1: the match's span; 2: the span and groups. With `anchor`, only a match starting at pos.
+        want = 1: the match's span; 2: the span and groups. With `anchor`, only a match starting at pos. With `end`,
+        the caller knows the match ends there (from an earlier run), so the run stops at that position.
         """
         n = len(s)
         if pos > n or (self.anchored and pos > 0):
             return None
+        stop = n if end < 0 else end
         ctx = self.uses_context
         adding = not (self.anchored or anchor)
         skip = self.skip if adding else None
@@ -485,7 +497,7 @@ class Program:
         threads: list[Any] = self._starts(opss, i, want, nslots)
         found: list[int] | None = None
         fresh = True
-        while i < n:
+        while i < stop:
             if fresh and skip is not None:
                 m = skip.search(s, i)
                 if m is None:
@@ -499,7 +511,7 @@ class Program:
             step = st.steps[k + 4 if adding else k].get(c)
             if step is None:
                 step = self._step(st, c, k, adding)
-            st, srcs, opss, hit, fresh = step
+            st, srcs, opss, hit, fresh, plain = step
             if hit >= 0:
                 found = self._found(threads[hit], i, want)
                 adding = False
@@ -507,13 +519,15 @@ class Program:
             i += 1
             if want == 1:
                 threads = [i] * len(srcs) if fresh else [threads[j] if j >= 0 else i for j in srcs]
+            elif plain:
+                threads = [threads[j] for j in srcs]
             else:
                 threads = self._carry(threads, srcs, opss, i, nslots)
             if not st.pcs and not adding:
                 return found
         for idx, pc in enumerate(st.pcs):
             if self.op[pc] == _MATCH:
-                return self._found(threads[idx], n, want)
+                return self._found(threads[idx], i, want)
         return found
 
     @staticmethod

@@ -564,7 +564,7 @@ class Regex:
         slots = self.program.exec(s, pos, 1)
         if slots is None or not groups or not self.groups:
             return slots
-        return self.program.exec(s, slots[0], 2, anchor=True)
+        return self.program.exec(s, slots[0], 2, anchor=True, end=slots[1])
 
 
 class Match:
