@@ -337,7 +337,6 @@ class Program:
             return None
         return re.compile("|".join(texts))
 
-
     def _add(
         self,
         pc: int,
