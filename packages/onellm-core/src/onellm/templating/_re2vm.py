@@ -7,11 +7,16 @@ program (character tests, splits, jumps, capture-slot saves and empty-width asse
 
 The program is run as a Pike VM: one ordered list of threads per input position, the highest-priority thread first,
 at most one thread per instruction, so the first thread to reach the match instruction wins (leftmost-first, like
-Go) and no input position is ever visited twice. A step from one thread list to the next depends only on the list's
+Go) and a search reads each character once. A step from one thread list to the next depends only on the list's
 instructions, the character consumed and, for assertions, what kind of character follows; that step is computed once
 (in time proportional to the program) and cached on the list, so most characters cost one dictionary lookup plus the
-copying of capture slots. The cache is bounded; past the bound it is dropped and rebuilt, which keeps the worst case
-at O(program x text) for any input.
+copying of thread data. The cache is bounded; past the bound it is dropped and rebuilt, which keeps the worst case
+at O(program x text) for any input. Programs are capped at MAX_PROGRAM instructions (counted repetition is expanded),
+because the cost of a character grows with the number of threads alive at once.
+
+A search for the span alone keeps one start position per thread; the groups are then found by a second run, anchored
+at the match's start and stopped at its end, that carries all capture slots. Whether there is a match at all needs
+no thread data: it is a walk over the cached steps that stops at the first match.
 
 Single characters are tested with Python's `re` on a one-character class (cached per character), which keeps case
 folding and Unicode classes exactly as Python defines them.
@@ -112,10 +117,9 @@ Node = Char | Empty | Fail | Assert | Cat | Alt | Repeat | Group
 _CHAR = 0
 _MATCH = 1
 _SPLIT = 2
-_JMP = 3
-_SAVE = 4
-_ASSERT = 5
-_FAIL = 6
+_SAVE = 3
+_ASSERT = 4
+_FAIL = 5
 
 MAX_PROGRAM = 10_000
 _MAX_STATES = 2_000
@@ -249,11 +253,9 @@ def _anchored(node: Node) -> bool:
 
 _WORD = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 
-# What follows a position, for the assertions: 0 the end of the text, 1 a newline, 2 a word character, 3 other.
-_NEXT_END = 0
-
 
 def _kind(c: str) -> int:
+    """What a character is, for the assertions: 1 a newline, 2 a word character, 3 other (0 is outside the text)."""
     if c == "\n":
         return 1
     return 2 if c in _WORD else 3
@@ -362,8 +364,6 @@ class Program:
                 opss.append(ops)
             elif o == _SPLIT:
                 stack.append((y[pc], ops))
-                stack.append((x[pc], ops))
-            elif o == _JMP:
                 stack.append((x[pc], ops))
             elif o == _SAVE:
                 slot = y[pc]
