@@ -308,3 +308,10 @@ def test_one_compiled_pattern_shared_by_threads() -> None:
     with ThreadPoolExecutor(8) as pool:
         got = list(pool.map(lambda t: replace_all(compile_re2(pattern), "$2/$1", t), texts * 5))
     assert got == expected * 5
+
+
+def test_deeply_nested_patterns_compile_as_before() -> None:
+    for pattern in ["(?:a" * 400 + ")*" * 400, "(" * 400 + "a" + ")" * 400, "(?:^a|" * 400 + "^b" + ")" * 400]:
+        rx, ref = compile_re2(pattern), _python_pattern(pattern)
+        for text in ["", "a", "aab", "b", "ba"]:
+            assert rx.find(text, 0, True) == _reference_slots(ref.search(text))

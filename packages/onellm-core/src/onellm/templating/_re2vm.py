@@ -137,13 +137,50 @@ def _char_test(text: str, icase: bool) -> tuple[dict[str, bool], re.Pattern[str]
     return {}, re.compile(text, re.IGNORECASE if icase else 0)
 
 
+def _children(node: Node) -> tuple[Node, ...]:
+    if isinstance(node, Cat | Alt):
+        return node.items
+    if isinstance(node, Repeat | Group):
+        return (node.sub,)
+    return ()
+
+
+def _nullable(root: Node) -> dict[int, bool]:
+    """Whether each node (by id) can match the empty string; worked out without recursion, children first."""
+    memo: dict[int, bool] = {}
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        node, ready = stack.pop()
+        if id(node) in memo:
+            continue
+        kids = _children(node)
+        if kids and not ready:
+            stack.append((node, True))
+            stack += ((k, False) for k in kids)
+            continue
+        if isinstance(node, Char | Fail):
+            got = False
+        elif isinstance(node, Empty | Assert):
+            got = True
+        elif isinstance(node, Cat):
+            got = all(memo[id(k)] for k in kids)
+        elif isinstance(node, Alt):
+            got = any(memo[id(k)] for k in kids)
+        elif isinstance(node, Repeat):
+            got = node.lo == 0 or memo[id(node.sub)]
+        else:
+            got = memo[id(kids[0])]
+        memo[id(node)] = got
+    return memo
+
+
 class _Builder:
-    def __init__(self) -> None:
+    def __init__(self, root: Node) -> None:
         self.op: list[int] = []
         self.x: list[int] = []
         self.y: list[int] = []
         self.leaf: list[Char | None] = []
-        self.nullable_memo: dict[int, bool] = {}
+        self.nullable = _nullable(root)
 
     def emit(self, op: int, x: int = -1, y: int = -1, leaf: Char | None = None) -> int:
         if len(self.op) >= MAX_PROGRAM:
@@ -154,30 +191,14 @@ class _Builder:
         self.leaf.append(leaf)
         return len(self.op) - 1
 
-    def split(self, first: int, second: int) -> int:
-        return self.emit(_SPLIT, first, second)
-
-    def nullable(self, node: Node) -> bool:
-        key = id(node)
-        got = self.nullable_memo.get(key)
-        if got is None:
-            if isinstance(node, Char | Fail):
-                got = False
-            elif isinstance(node, Empty | Assert):
-                got = True
-            elif isinstance(node, Cat):
-                got = all(self.nullable(it) for it in node.items)
-            elif isinstance(node, Alt):
-                got = any(self.nullable(it) for it in node.items)
-            elif isinstance(node, Repeat):
-                got = node.lo == 0 or self.nullable(node.sub)
-            else:
-                got = self.nullable(node.sub)
-            self.nullable_memo[key] = got
-        return got
+    def quest(self, body: int, nxt: int, greedy: bool) -> int:
+        return self.emit(_SPLIT, body, nxt) if greedy else self.emit(_SPLIT, nxt, body)
 
     def comp(self, node: Node, nxt: int) -> int:
-        """Code for `node` that continues at `nxt`; returns its entry. Built back to front."""
+        """Code for `node` that continues at `nxt`; returns its entry. Built back to front.
+
+        One call per tree level (no helper calls on the way down), so patterns nest as deep as Python's `re` allows.
+        """
         if isinstance(node, Char):
             return self.emit(_CHAR, nxt, leaf=node)
         if isinstance(node, Empty):
@@ -191,39 +212,25 @@ class _Builder:
                 nxt = self.comp(item, nxt)
             return nxt
         if isinstance(node, Alt):
-            entries = [self.comp(item, nxt) for item in node.items]
-            entry = entries[-1]
-            for e in reversed(entries[:-1]):
-                entry = self.split(e, entry)
+            entry = self.comp(node.items[-1], nxt)
+            for item in reversed(node.items[:-1]):
+                entry = self.emit(_SPLIT, self.comp(item, nxt), entry)
             return entry
         if isinstance(node, Group):
             close = self.emit(_SAVE, nxt, 2 * node.index + 1)
             body = self.comp(node.sub, close)
             return self.emit(_SAVE, body, 2 * node.index)
-        return self.repeat(node, nxt)
-
-    def loop_split(self, body_of: Node, nxt: int, greedy: bool) -> tuple[int, int]:
-        """A split that either runs `body_of` again (then comes back) or leaves to `nxt`: (split, body entry)."""
-        loop = self.emit(_SPLIT)
-        body = self.comp(body_of, loop)
-        self.x[loop], self.y[loop] = (body, nxt) if greedy else (nxt, body)
-        return loop, body
-
-    def quest(self, body: int, nxt: int, greedy: bool) -> int:
-        return self.split(body, nxt) if greedy else self.split(nxt, body)
-
-    def repeat(self, node: Repeat, nxt: int) -> int:
         sub, lo, hi, greedy = node.sub, node.lo, node.hi, node.greedy
         if hi is None:
+            # A loop: the split either runs the body again (which comes back to it) or leaves.
+            loop = self.emit(_SPLIT)
+            body = self.comp(sub, loop)
+            self.x[loop], self.y[loop] = (body, nxt) if greedy else (nxt, body)
             if lo == 0:
-                if self.nullable(sub):
-                    # As Go: x* over an x that can match empty is (x+)?, for the right priorities.
-                    _, body = self.loop_split(sub, nxt, greedy)
-                    return self.quest(body, nxt, greedy)
-                loop, _ = self.loop_split(sub, nxt, greedy)
-                return loop
-            # x{n,} is n-1 copies of x, then x+.
-            _, entry = self.loop_split(sub, nxt, greedy)
+                # x* enters at the split; as in Go, an x that can match empty makes it (x+)?, for the priorities.
+                return self.quest(body, nxt, greedy) if self.nullable[id(sub)] else loop
+            # x{n,} is n-1 copies of x, then x+ (which enters at the body).
+            entry = body
             for _ in range(lo - 1):
                 entry = self.comp(sub, entry)
             return entry
@@ -236,19 +243,22 @@ class _Builder:
         return entry
 
 
-def _anchored(node: Node) -> bool:
-    """Whether every match must start at the beginning of the text."""
-    if isinstance(node, Assert):
-        return node.kind == BEGIN_TEXT
-    if isinstance(node, Cat):
-        return bool(node.items) and _anchored(node.items[0])
-    if isinstance(node, Alt):
-        return all(_anchored(it) for it in node.items)
-    if isinstance(node, Group):
-        return _anchored(node.sub)
-    if isinstance(node, Repeat):
-        return node.lo >= 1 and _anchored(node.sub)
-    return False
+def _anchored(root: Node) -> bool:
+    """Whether every match must start at the beginning of the text (every way in begins with `\\A`)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Assert) and node.kind == BEGIN_TEXT:
+            continue
+        if isinstance(node, Cat) and node.items:
+            stack.append(node.items[0])
+        elif isinstance(node, Alt):
+            stack += node.items
+        elif isinstance(node, Group) or (isinstance(node, Repeat) and node.lo >= 1):
+            stack.append(node.sub)
+        else:
+            return False
+    return True
 
 
 _WORD = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
@@ -296,7 +306,7 @@ class Program:
     """A compiled pattern with `ngroups` capturing groups."""
 
     def __init__(self, root: Node, ngroups: int) -> None:
-        b = _Builder()
+        b = _Builder(root)
         match = b.emit(_MATCH)
         self.start = b.comp(root, match)
         self.op = b.op
