@@ -122,16 +122,18 @@ _ASSERT = 4
 _FAIL = 5
 
 MAX_PROGRAM = 10_000
+# The step cache of one program holds at most this many states and this many units (one per cached step, state and
+# thread in them), about a few megabytes.
 _MAX_STATES = 2_000
-_MAX_STEPS = 20_000
-_MAX_MEMO = 4_096
+_MAX_CACHE = 60_000
+_MAX_MEMO = 1_024
 
 
 class ProgramTooLarge(Exception):
     """The pattern expands (counted repetition) to more instructions than MAX_PROGRAM."""
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=512)
 def _char_test(text: str, icase: bool) -> tuple[dict[str, bool], re.Pattern[str]]:
     """A memo of answers and the one-character Python pattern behind it; shared by equal leaves."""
     return {}, re.compile(text, re.IGNORECASE if icase else 0)
@@ -318,7 +320,7 @@ class Program:
         self.anchored = _anchored(root)
         self.uses_context = _ASSERT in self.op
         self.states: dict[tuple[int, ...], _State] = {}
-        self.cached_steps = 0
+        self.cached = 0
         self.initial: dict[int, tuple[_State, tuple[tuple[int, ...], ...]]] = {}
         self.skip = self._skip_pattern()
 
@@ -384,12 +386,13 @@ class Program:
     def _state(self, pcs: tuple[int, ...]) -> _State:
         st = self.states.get(pcs)
         if st is None:
-            if len(self.states) >= _MAX_STATES or self.cached_steps >= _MAX_STEPS:
+            if len(self.states) >= _MAX_STATES or self.cached >= _MAX_CACHE:
                 # Drop the cache (states still in use by a running search keep working, unshared).
                 self.states = {}
                 self.initial = {}
-                self.cached_steps = 0
+                self.cached = 0
             st = self.states[pcs] = _State(pcs)
+            self.cached += 1 + len(pcs)
         return st
 
     def _begin(self, ctx: int) -> tuple[_State, tuple[tuple[int, ...], ...]]:
@@ -439,7 +442,7 @@ class Program:
         plain = not any(opss) and min(srcs, default=0) >= 0
         step: _Step = (self._state(tuple(pcs)), tuple(srcs), tuple(opss), matched, fresh, plain)
         st.steps[nxt + (4 if adding else 0)][c] = step
-        self.cached_steps += 1
+        self.cached += 1 + len(srcs)
         return step
 
     # -- running
