@@ -454,6 +454,45 @@ class Capabilities:
                         "git-role",
                     )
 
+    def check_planned_writes(
+        self, targets: Iterable[str | os.PathLike[str]], written: Iterable[str | os.PathLike[str]]
+    ) -> None:
+        """Refuse a set of writes that, taken together, would make a directory look like a git directory.
+
+        Each write is checked on its own against the disk (`resolve_write`), where the others of the set are not yet:
+        a patch that adds `HEAD`, `objects/` and `refs/` at once would pass those checks one by one, and plant a
+        repository (with a `config` or a hook for git to run) in one step. Here the files in `written` count as
+        present; `targets` (the resolved paths the set touches, `written` among them) are refused when one of their
+        directories would then hold all three. Nothing is refused when the grant allows repository-control writes.
+
+        Raises:
+            CapabilityDeniedError: rule `git-directory`.
+        """
+        if self.repo_control_writes:
+            return
+        markers = {name_key(m): m for m in GIT_DIR_MARKERS}
+        planned: dict[Path, set[str]] = {}
+        for item in written:
+            path = Path(item)
+            child = path
+            for parent in path.parents:
+                key = name_key(child.name)
+                if key in markers:
+                    planned.setdefault(parent, set()).add(key)
+                child = parent
+        for item in targets:
+            target = Path(item)
+            for directory in target.parents:
+                present = set(planned.get(directory, ()))
+                present.update(key for key, marker in markers.items() if os.path.lexists(directory / marker))
+                if len(present) == len(markers):
+                    raise _deny(
+                        f"{target} would be in a git directory ({directory}): together with the other files of this "
+                        "set it holds HEAD, objects and refs; tools may not write there. Nothing was written.",
+                        str(target),
+                        "git-directory",
+                    )
+
     def _check_git_directories(self, text: str, resolved: str) -> None:
         """Refuse a write in a git directory (HEAD, objects and refs present), or one that would complete the set."""
         current = resolved

@@ -415,37 +415,5 @@ def _plan_patch(ctx: ToolContext, options: BuiltinOptions, file_patches: list[Fi
             hunks = hunk_counts[resolved] = hunk_counts.get(resolved, 0) + len(fp.hunks)
             detail = f"{hunks} hunk{'s' if hunks != 1 else ''}"
         steps[resolved] = _Step(name, label, action, detail, after, bom)
-    if not ctx.capabilities.repo_control_writes:
-        _refuse_planted_git_directory(list(steps), {p for p, step in steps.items() if step.new_text is not None})
+    ctx.capabilities.check_planned_writes(list(steps), [p for p, step in steps.items() if step.new_text is not None])
     return list(steps.values())
-
-
-def _refuse_planted_git_directory(targets: list[Path], written: set[Path]) -> None:
-    """Refuse a patch whose files, taken together, would make a directory look like a git directory.
-
-    The grant refuses a write inside a directory that holds `HEAD`, `objects` and `refs`, or one that would complete the
-    set; it looks at the disk, where the other files of this patch are not yet. Here the files the patch writes count
-    as present, so a patch cannot plant a repository (and a `config` or hook for git to run) in one step.
-    """
-    from onellm.capabilities._paths import GIT_DIR_MARKERS, name_key
-
-    markers = {name_key(m): m for m in GIT_DIR_MARKERS}
-    planned: dict[Path, set[str]] = {}
-    for path in written:
-        child = path
-        for parent in path.parents:
-            key = name_key(child.name)
-            if key in markers:
-                planned.setdefault(parent, set()).add(key)
-            child = parent
-    for target in targets:
-        for directory in target.parents:
-            present = set(planned.get(directory, ()))
-            present.update(key for key, marker in markers.items() if os.path.lexists(directory / marker))
-            if len(present) == len(markers):
-                raise CapabilityDeniedError(
-                    f"{target} would be in a git directory ({directory}): together with the other files of this "
-                    "patch it holds HEAD, objects and refs; tools may not write there. Nothing was written.",
-                    target=str(target),
-                    rule="git-directory",
-                )
