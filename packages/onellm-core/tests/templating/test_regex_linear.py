@@ -145,6 +145,20 @@ def test_search_agrees_with_python_re(pattern: tuple[str, bool], text: str, pos:
 
 
 @settings(max_examples=400, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_patterns(), TEXT, st.integers(min_value=0, max_value=4))
+def test_dropping_threads_that_cannot_match_changes_nothing(pattern: tuple[str, bool], text: str, pos: int) -> None:
+    """The backward pass marks where a thread can still match; searches that drop the others find the same."""
+    p = pattern[0]
+    if not _valid(p):
+        return
+    program = compile_re2(p).program
+    alive = program.alive(text)
+    pos = min(pos, len(text))
+    for want in (1, 2):
+        assert program.exec(text, pos, want, alive=alive) == program.exec(text, pos, want)
+
+
+@settings(max_examples=400, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_patterns(), TEXT, st.sampled_from(["-", "", "<$0>", "[$1|${2}]", "$n.${m}$$", "${1}x$3$9"]))
 def test_replace_agrees_with_python_re(pattern: tuple[str, bool], text: str, repl: str) -> None:
     p = pattern[0]
@@ -325,3 +339,15 @@ def test_a_repeated_part_that_matched_empty_is_not_tried_again() -> None:
     assert m.span() == (0, 3)
     assert m.span(1) == (0, 3)
     assert replace_all(compile_re2("(a*)+"), "<$1>", "aab") == "<aa>b<>"
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("pattern", ["a.*c|a", "(a|ab)*c|a", "\\w+x|\\w", "(?:a|b)*z|(a)"])
+def test_replacing_stays_linear_when_searches_read_past_their_matches(pattern: str) -> None:
+    """Each search here reads to the end of the text before settling for a one-character match; the replacement
+    switches to dropping dead threads and gives the same text as the searches one by one."""
+    text = "ab" * 1500
+    ours, ref = compile_re2(pattern), _python_pattern(pattern)
+    assert replace_all(ours, "<$1>", text) == _reference_replace(ref, "<$1>", text)
+    long_text = "ab" * 20000
+    assert len(replace_all(ours, "-", long_text)) > 0

@@ -323,6 +323,23 @@ class Program:
         self.cached = 0
         self.initial: dict[int, tuple[_State, tuple[tuple[int, ...], ...]]] = {}
         self.skip = self._skip_pattern()
+        self.match = match
+        # For the backward pass (`alive`): each empty move reversed, with the assertion it needs (0: none), and the
+        # character tests that lead into each instruction.
+        self.preds: list[list[tuple[int, int]]] = [[] for _ in self.op]
+        self.into: list[list[int]] = [[] for _ in self.op]
+        for pc, o in enumerate(self.op):
+            if o == _SPLIT:
+                self.preds[self.x[pc]].append((pc, 0))
+                self.preds[self.y[pc]].append((pc, 0))
+            elif o == _SAVE:
+                self.preds[self.x[pc]].append((pc, 0))
+            elif o == _ASSERT:
+                self.preds[self.x[pc]].append((pc, self.y[pc]))
+            elif o == _CHAR:
+                self.into[self.x[pc]].append(pc)
+        self.back: dict[tuple[frozenset[int], int], tuple[frozenset[int], dict[str, frozenset[int]]]] = {}
+        self.pruned: dict[tuple[_State, frozenset[int]], tuple[_State, tuple[int, ...] | None]] = {}
 
     # -- building steps
 
@@ -490,11 +507,81 @@ class Program:
                 return False
         return any(self.op[pc] == _MATCH for pc in st.pcs)
 
-    def exec(self, s: str, pos: int, want: int, anchor: bool = False, end: int = -1) -> list[int] | None:
+    def alive(self, s: str) -> list[frozenset[int]]:
+        """For each position of s, the instructions from which a thread there can still reach a match.
+
+        One pass from the end of the text backwards, in O(program x text), with the steps cached like the forward ones.
+        A thread outside these sets can be dropped without changing any result, since whether a thread can still match
+        depends only on its instruction and position.
+        """
+        n = len(s)
+        a = frozenset((self.match,))
+        out = [a] * (n + 1)
+        uses_context = self.uses_context
+        for p in range(n - 1, -1, -1):
+            c = s[p]
+            ctx = _mask(_kind(c), _kind(s[p + 1]) if p + 1 < n else 0) if uses_context else 0
+            entry = self.back.get((a, ctx))
+            if entry is None:
+                if len(self.back) >= _MAX_STATES:
+                    self.back = {}
+                entry = self.back[(a, ctx)] = (self._reach_back(a, ctx), {})
+            reach, memo = entry
+            got = memo.get(c)
+            if got is None:
+                live = [self.match]
+                for e in reach:
+                    for cp in self.into[e]:
+                        test = self.tests[cp]
+                        assert test is not None
+                        if test[1].match(c) is not None:
+                            live.append(cp)
+                got = frozenset(live)
+                if len(memo) < _MAX_MEMO:
+                    memo[c] = got
+            a = out[p] = got
+        return out
+
+    def _reach_back(self, targets: frozenset[int], ctx: int) -> frozenset[int]:
+        """The instructions from which one of `targets` is reached by empty moves allowed at context `ctx`."""
+        seen = set(targets)
+        stack = list(targets)
+        while stack:
+            pc = stack.pop()
+            for pred, need in self.preds[pc]:
+                if pred not in seen and (not need or ctx & need):
+                    seen.add(pred)
+                    stack.append(pred)
+        return frozenset(seen)
+
+    def _prune(self, st: _State, live: frozenset[int]) -> tuple[_State, tuple[int, ...] | None]:
+        """`st` without the threads that cannot match any more, and which threads were kept (None: all)."""
+        key = (st, live)
+        got = self.pruned.get(key)
+        if got is None:
+            keep = tuple(k for k, pc in enumerate(st.pcs) if pc in live)
+            got = (st, None) if len(keep) == len(st.pcs) else (self._state(tuple(st.pcs[k] for k in keep)), keep)
+            if len(self.pruned) >= _MAX_STATES:
+                self.pruned = {}
+            self.pruned[key] = got
+        return got
+
+    def exec(
+        self,
+        s: str,
+        pos: int,
+        want: int,
+        anchor: bool = False,
+        end: int = -1,
+        alive: list[frozenset[int]] | None = None,
+        waste: list[int] | None = None,
+    ) -> list[int] | None:
         """The leftmost-first match in s at or after pos: slots [start, end, g1 start, g1 end, ...] (-1 for unset).
 
         want = 1: the match's span; 2: the span and groups. With `anchor`, only a match starting at pos. With `end`,
-        the caller knows the match ends there (from an earlier run), so the run stops at that position.
+        the caller knows the match ends there (from an earlier run), so the run stops at that position. With `alive`
+        (from `alive(s)`), threads that cannot match are dropped at once, so the run ends at the match's end. `waste`
+        counts the characters read after a first match was seen (work a later search may do again).
         """
         n = len(s)
         if pos > n or (self.anchored and pos > 0):
@@ -507,17 +594,28 @@ class Program:
         i = pos
         st, opss = self._begin(self._context_at(s, i))
         threads: list[Any] = self._starts(opss, i, want, nslots)
+        if alive is not None:
+            st, keep = self._prune(st, alive[i])
+            if keep is not None:
+                threads = [threads[k] for k in keep]
         found: list[int] | None = None
+        first_hit = -1
         fresh = True
+        ended = False
         while i < stop:
             if fresh and skip is not None:
                 m = skip.search(s, i)
                 if m is None:
-                    return found
+                    ended = True
+                    break
                 if m.start() > i:
                     i = m.start()
                     st, opss = self._begin(self._context_at(s, i))
                     threads = self._starts(opss, i, want, nslots)
+                    if alive is not None:
+                        st, keep = self._prune(st, alive[i])
+                        if keep is not None:
+                            threads = [threads[k] for k in keep]
             c = s[i]
             k = (_kind(s[i + 1]) if i + 1 < n else 0) if ctx else 0
             step = st.steps[k + 4 if adding else k].get(c)
@@ -526,6 +624,8 @@ class Program:
             st, srcs, opss, hit, fresh, plain = step
             if hit >= 0:
                 found = self._found(threads[hit], i, want)
+                if first_hit < 0:
+                    first_hit = i
                 adding = False
                 skip = None
             i += 1
@@ -535,11 +635,20 @@ class Program:
                 threads = [threads[j] for j in srcs]
             else:
                 threads = self._carry(threads, srcs, opss, i, nslots)
+            if alive is not None:
+                st, keep = self._prune(st, alive[i])
+                if keep is not None:
+                    threads = [threads[k] for k in keep]
             if not st.pcs and not adding:
-                return found
-        for idx, pc in enumerate(st.pcs):
-            if self.op[pc] == _MATCH:
-                return self._found(threads[idx], i, want)
+                ended = True
+                break
+        if not ended:
+            for idx, pc in enumerate(st.pcs):
+                if self.op[pc] == _MATCH:
+                    found = self._found(threads[idx], i, want)
+                    break
+        if waste is not None and first_hit >= 0:
+            waste[0] += i - first_hit
         return found
 
     @staticmethod

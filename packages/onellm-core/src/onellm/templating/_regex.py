@@ -555,13 +555,20 @@ class Regex:
             return None
         return Match(self, s, pos)
 
-    def find(self, s: str, pos: int, groups: bool) -> list[int] | None:
+    def find(
+        self,
+        s: str,
+        pos: int,
+        groups: bool,
+        alive: list[frozenset[int]] | None = None,
+        waste: list[int] | None = None,
+    ) -> list[int] | None:
         """Slots of the leftmost-first match at or after `pos`: [start, end] (and the groups' if `groups`).
 
         The span is found first without groups; the groups are then worked out by a second run anchored at the
-        match's start, which only has to cover the match itself (and what its higher-priority threads try).
+        match's start and stopped at its end. `alive` and `waste` are passed to the span search (see `exec`).
         """
-        slots = self.program.exec(s, pos, 1)
+        slots = self.program.exec(s, pos, 1, alive=alive, waste=waste)
         if slots is None or not groups or not self.groups:
             return slots
         return self.program.exec(s, slots[0], 2, anchor=True, end=slots[1])
@@ -675,8 +682,16 @@ def replace_all(rx: Regex, repl: str, s: str) -> str:
     last_end = 0
     pos = 0
     n = len(s)
+    # A search reads on past its first match while higher-priority threads may still match, and the next search reads
+    # that text again. Once that rereading adds up to more than the text twice over, one backward pass finds where
+    # threads can still match, and from then on the searches drop dead threads and stop at each match's end, which
+    # keeps the whole replacement linear in the text.
+    alive: list[frozenset[int]] | None = None
+    waste = [0]
     while pos <= n:
-        slots = rx.find(s, pos, expand)
+        if alive is None and waste[0] > 2 * n + 64:
+            alive = rx.program.alive(s)
+        slots = rx.find(s, pos, expand, alive, waste)
         if slots is None:
             break
         a0, a1 = slots[0], slots[1]
