@@ -18,6 +18,12 @@ A search for the span alone keeps one start position per thread; the groups are 
 at the match's start and stopped at its end, that carries all capture slots. Whether there is a match at all needs
 no thread data: it is a walk over the cached steps that stops at the first match.
 
+Replacing every match runs one search after another, and a search may read far past its match while a higher-priority
+thread could still match; the next search then reads that text again, which over many matches is quadratic. When that
+rereading grows past the text's length, `alive` makes one backward pass over the text that marks, per position, the
+instructions from which a match can still be reached; later searches drop every other thread at once, so each stops at
+its match's end and the whole replacement stays linear.
+
 Single characters are tested with Python's `re` on a one-character class (cached per character), which keeps case
 folding and Unicode classes exactly as Python defines them.
 """
