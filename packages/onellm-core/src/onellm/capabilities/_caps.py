@@ -654,17 +654,7 @@ class Capabilities:
             IsADirectoryError: the path is a directory. OSError: for anything else that is not a regular file.
         """
         fd, resolved = self._open_verified(path, base, write=False, flags=os.O_RDONLY | _O_NONBLOCK)
-        try:
-            st = os.fstat(fd)
-            if stat.S_ISDIR(st.st_mode):
-                raise IsADirectoryError(errno.EISDIR, "Is a directory", resolved)
-            if not stat.S_ISREG(st.st_mode):
-                raise OSError(errno.EINVAL, "Not a regular file", resolved)
-            _clear_nonblock(fd)
-            return os.fdopen(fd, "rb")
-        except BaseException:
-            os.close(fd)
-            raise
+        return _regular_file(fd, resolved)
 
     def open_write(
         self,
@@ -1141,17 +1131,7 @@ class DirectoryHandle:
             if exc.errno in (errno.ELOOP, errno.EMLINK):
                 raise _swapped(child) from None
             raise
-        try:
-            st = os.fstat(fd)
-            if stat.S_ISDIR(st.st_mode):
-                raise IsADirectoryError(errno.EISDIR, "Is a directory", child)
-            if not stat.S_ISREG(st.st_mode):
-                raise OSError(errno.EINVAL, "Not a regular file", child)
-            _clear_nonblock(fd)
-            return os.fdopen(fd, "rb")
-        except BaseException:
-            os.close(fd)
-            raise
+        return _regular_file(fd, child)
 
     def open_directory(self, name: str) -> DirectoryHandle:
         """Open the subdirectory `name` the same way. The caller closes it.
@@ -1179,6 +1159,22 @@ class DirectoryHandle:
             return stat.S_ISLNK(self.lstat(name).st_mode)
         except OSError:
             return False
+
+
+def _regular_file(fd: int, path: str) -> IO[bytes]:
+    """A file object for `fd`, opened non-blocking, when it is a regular file (blocking again); else it is closed and
+    `IsADirectoryError` or `OSError` raised."""
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "Not a regular file", path)
+        _clear_nonblock(fd)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _swapped(text: str) -> CapabilityDeniedError:
