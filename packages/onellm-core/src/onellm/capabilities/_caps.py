@@ -1123,15 +1123,7 @@ class DirectoryHandle:
         child = self._child(name)
         if self._fd is None:
             return self._caps.open_read(child)
-        if not self.allows(name):
-            raise _deny(f"Path {child!r} is inside the runtime's protected state.", child, "protected-state")
-        try:
-            fd = os.open(name, os.O_RDONLY | _O_NONBLOCK | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=self._fd)
-        except OSError as exc:
-            if exc.errno in (errno.ELOOP, errno.EMLINK):
-                raise _swapped(child) from None
-            raise
-        return _regular_file(fd, child)
+        return _regular_file(self._open_entry(name, child, _O_NONBLOCK), child)
 
     def open_directory(self, name: str) -> DirectoryHandle:
         """Open the subdirectory `name` the same way. The caller closes it.
@@ -1143,16 +1135,21 @@ class DirectoryHandle:
         child = self._child(name)
         if self._fd is None:
             return self._caps.open_directory(child)
+        return DirectoryHandle(self._caps, child, self._open_entry(name, child, _O_DIRECTORY))
+
+    def _open_entry(self, name: str, child: str, flags: int) -> int:
+        """Open the entry `name` relative to the open directory, read-only with `flags`, never through a link."""
+        assert self._fd is not None
         if not self.allows(name):
             raise _deny(f"Path {child!r} is inside the runtime's protected state.", child, "protected-state")
         try:
-            fd = os.open(name, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=self._fd)
+            return os.open(name, os.O_RDONLY | flags | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=self._fd)
         except OSError as exc:
-            # With both flags a link fails as "not a directory" on some systems: tell it apart from a file.
+            # A link fails as "too many levels"; with O_DIRECTORY some systems say "not a directory" instead, so
+            # that answer is told apart from a plain file.
             if exc.errno in (errno.ELOOP, errno.EMLINK) or (exc.errno == errno.ENOTDIR and self._is_link(name)):
                 raise _swapped(child) from None
             raise
-        return DirectoryHandle(self._caps, child, fd)
 
     def _is_link(self, name: str) -> bool:
         try:
