@@ -32,6 +32,7 @@ __all__ = [
     "RunCancelledError",
     "Secret",
     "SpendLimitReachedError",
+    "StorageError",
     "TemplateError",
     "TransportError",
     "UnsupportedParameterError",
@@ -249,6 +250,24 @@ class InstanceLockedError(OnellmError):
     def __init__(self, message: str, *, instance_id: str | None = None) -> None:
         super().__init__(message)
         self.instance_id = instance_id
+
+
+class StorageError(OnellmError):
+    """A store, record sink or file could not be read or written: a full or read-only disk, a path that is not a
+    regular file, a link leading out of the store, a file that is not what it claims to be.
+
+    `path` names the file or directory, `operation` what was being done (``"save"``, ``"load"``, ``"list"``,
+    ``"acquire"``, ``"delete"``, ``"append"``, ...), and the `OSError` or parse failure is chained as `__cause__`.
+    When a paid-for answer could not be saved, `result` holds it so the caller loses nothing and can save again.
+    """
+
+    def __init__(
+        self, message: str, *, path: str | None = None, operation: str | None = None, result: Any = None
+    ) -> None:
+        super().__init__(message)
+        self.path = path
+        self.operation = operation
+        self.result = result
 
 
 class RunCancelledError(OnellmError):
