@@ -24,9 +24,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from onellm.instances import Instance, _canon
-from onellm.instances._canon import emit_block
+from onellm.instances import Instance
 from onellm.messages import Message
+from onellm.yamlio import _emit, _fast, emit_block
 
 WORDS = [
     "the",
@@ -248,8 +248,8 @@ def main() -> None:
     def load_cold() -> None:
         # The reader remembers scalars it has read (numbers, names, labels); a process's first load of a file has
         # none of this one's, and neither has this.
-        _canon._scalars.clear()
-        _canon._good_keys.clear()
+        _fast._scalars.clear()
+        _emit.good_keys.clear()
         Instance.load(path)
 
     rows.append(("load, reader's scalar cache emptied first", median_ms(load_cold, args.repeat)))

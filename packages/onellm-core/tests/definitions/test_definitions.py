@@ -380,3 +380,28 @@ def test_from_plain_data() -> None:
     with pytest.raises(BadDefinitionError) as info:
         Decider.from_data({"model": "m", "questions": {"q": {"type": "score", "instructions": "x", "criteria": [1]}}})
     assert info.value.path == "questions.q.criteria"
+
+
+def test_values_added_to_a_persons_file_are_quoted_by_the_canonical_rules() -> None:
+    """A changed file keeps the person's comments and styles, and what the program added is written as every file
+    onellm writes it: double quotes with JSON escapes, literal blocks, plain names as keys."""
+    d = Definition.loads("# kept\nname: x\ninputs:\n  a: 'yes'\n")
+    assert d.inputs is not None
+    d.inputs.update({"b": "yes", "c": "two\nlines\n", "d": "bell\x07", "e": "24-1234", "f": {"X-Api": "1.2.3"}})
+    d.inputs["weird key"] = "2026-01-02"
+    assert d.dumps() == (
+        "# kept\n"
+        "name: x\n"
+        "inputs:\n"
+        "  a: 'yes'\n"
+        '  b: "yes"\n'
+        "  c: |\n"
+        "    two\n"
+        "    lines\n"
+        '  d: "bell\\u0007"\n'
+        "  e: 24-1234\n"
+        "  f:\n"
+        '    X-Api: "1.2.3"\n'
+        '  "weird key": "2026-01-02"\n'
+    )
+    assert Definition.loads(d.dumps()).inputs == d.inputs

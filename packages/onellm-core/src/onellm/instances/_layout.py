@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from onellm.instances._canon import printable
+from onellm.yamlio import printable
 
 __all__ = ["Layout", "cut", "header_end", "split"]
 

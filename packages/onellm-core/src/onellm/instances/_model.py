@@ -6,10 +6,10 @@ changed, and otherwise writes the canonical layout: header keys in the spec's or
 `pendingApprovals`, `compactions` and `messages`, one block per message.
 
 **Reading fast.** A file in the canonical layout is cut into header and message blocks by text (`_layout`), and each
-piece is read by the fast reader for onellm's own YAML shape (`_canon`), or by the guarded C loader when it declines.
-Any other file (another key after the messages, flow style, carriage returns, ...) is read whole by the general loader,
-and a file with an error is read again by the round-trip loader, whose node positions give the error its line and
-column.
+piece is read by the fast reader for onellm's own YAML shape (`onellm.yamlio.parse_entries`), or by the guarded C
+loader when it declines. Any other file (another key after the messages, flow style, carriage returns, ...) is read
+whole by the general loader, and a file with an error is read again by the round-trip loader, whose node positions
+give the error its line and column.
 
 **Saving cheaply.** The instance remembers the text of every message it read or wrote, keyed by the message object.
 A save writes the header again (or reuses its text when it did not change) and reuses the text of every message it has
@@ -29,8 +29,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from onellm import yamlio
 from onellm.errors import BadDefinitionError
-from onellm.instances import _canon, _layout
+from onellm.instances import _layout
 from onellm.instances._atomic import write_atomic
 from onellm.instances._ids import is_valid_instance_id, new_instance_id, validate_instance_id
 from onellm.instances._parts import (
@@ -490,8 +491,8 @@ class Instance:
     def _from_layout(cls, text: str, layout: _layout.Layout, file: str | None) -> Instance | None:
         header_text = layout.header
         try:
-            header = _canon.parse_mapping(header_text)
-        except _canon.Unsupported:
+            header = yamlio.parse_mapping(header_text)
+        except yamlio.NotCanonical:
             header = _safe_load(header_text, file)
             if header is None:
                 header = {}
@@ -503,8 +504,8 @@ class Instance:
         inst._read_header(header)
         indent = layout.indent
         try:
-            entries: list[Any] | None = _canon.parse_entries(text, layout.start, indent)
-        except _canon.Unsupported:
+            entries: list[Any] | None = yamlio.parse_entries(text, layout.start, indent)
+        except yamlio.NotCanonical:
             entries = None
         texts: list[str] | None = None
         if entries is None:
@@ -516,8 +517,8 @@ class Instance:
             entries = []
             for block in texts:
                 try:
-                    entries.append(_canon.parse_block(block, indent))
-                except _canon.Unsupported:
+                    entries.append(yamlio.parse_block(block, indent))
+                except yamlio.NotCanonical:
                     parsed = _safe_load(block, file)
                     if not isinstance(parsed, list) or len(parsed) != 1:
                         return None
@@ -592,7 +593,7 @@ class Instance:
                 return source.text
             header_text = source.header_text
         if header_text is None:
-            header_text = _canon.emit_mapping(header)
+            header_text = yamlio.emit_mapping(header)
         parts = [header_text]
         if header_text and not header_text.endswith("\n"):
             parts.append("\n")
@@ -611,7 +612,7 @@ class Instance:
             for i, msg in enumerate(messages):
                 block = self._block_of(msg)
                 if block is None:
-                    block = _canon.emit_block(msg.to_data(), indent)
+                    block = yamlio.emit_block(msg.to_data(), indent)
                 blocks[id(msg)] = (msg, block)
                 parts.append(block)
                 if i != last and not block.endswith("\n"):
@@ -670,8 +671,8 @@ def read_header(text: str | bytes, *, file: str | None = None) -> dict[str, Any]
     if end is not None:
         head = text[:end]
         try:
-            data = _canon.parse_mapping(head)
-        except _canon.Unsupported:
+            data = yamlio.parse_mapping(head)
+        except yamlio.NotCanonical:
             data = _safe_load(head, file)
     else:
         data = _safe_load(text, file)

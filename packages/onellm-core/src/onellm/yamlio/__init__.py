@@ -5,7 +5,10 @@
   did. `doc.position(path)` gives the 1-based line and column of a node for error messages.
 - `safe_load(text, file=)` reads plain values (str, bool, int, Decimal, None, list, dict) on the C parser;
   `safe_load_all` reads every document of a `---` separated stream.
-- `dump_scalar(value)` and `dump_block(data, indent)` write plain values in the canonical layout.
+- `dump_scalar(value)`, `dump_block(data, indent)` and `dump_document(data)` write plain values by the one set of
+  canonical rules (`_emit`), in the layout of the files people edit; `emit_mapping` and `emit_block` write the same
+  values in the instance layout, and `parse_mapping`, `parse_block` and `parse_entries` read that layout back without a
+  general parser, raising `NotCanonical` for anything outside it.
 
 Both loaders refuse hostile input (alias bombs, deep nesting, duplicate keys, unknown tags such as `!!python/object`,
 invalid UTF-8, numbers with thousands of digits) with a `BadDefinitionError` carrying file, line and column.
@@ -14,7 +17,16 @@ invalid UTF-8, numbers with thousands of digits) with a `BadDefinitionError` car
 from __future__ import annotations
 
 from onellm.yamlio._document import PathLike, YamlDocument, load_document, parse_path, to_plain
-from onellm.yamlio._emit import decimal_text, dump_block, dump_document, dump_scalar
+from onellm.yamlio._emit import (
+    decimal_text,
+    dump_block,
+    dump_document,
+    dump_scalar,
+    emit_block,
+    emit_mapping,
+    printable,
+)
+from onellm.yamlio._fast import NotCanonical, parse_block, parse_entries, parse_mapping
 from onellm.yamlio._guard import MAX_ALIAS_WEIGHT, MAX_DEPTH, MAX_NUMBER_CHARS
 from onellm.yamlio._load import decode_text, position_of_offset, safe_load, safe_load_all
 
@@ -22,6 +34,7 @@ __all__ = [
     "MAX_ALIAS_WEIGHT",
     "MAX_DEPTH",
     "MAX_NUMBER_CHARS",
+    "NotCanonical",
     "PathLike",
     "YamlDocument",
     "decimal_text",
@@ -29,9 +42,15 @@ __all__ = [
     "dump_block",
     "dump_document",
     "dump_scalar",
+    "emit_block",
+    "emit_mapping",
     "load_document",
+    "parse_block",
+    "parse_entries",
+    "parse_mapping",
     "parse_path",
     "position_of_offset",
+    "printable",
     "safe_load",
     "safe_load_all",
     "to_plain",

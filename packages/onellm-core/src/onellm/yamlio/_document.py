@@ -3,7 +3,9 @@
 `load_document` checks the text with the same guards as the fast loader, then reads it with ruamel.yaml's round-trip
 loader. `YamlDocument.dumps()` returns the original text byte for byte while the data equals what was loaded; once it
 differs, the tree (with its comments) is written again by ruamel.yaml, verified by reading it back, and written by the
-canonical emitter if ruamel's output would not read back the same.
+canonical emitter if ruamel's output would not read back the same. ruamel.yaml keeps the style of what the person
+wrote; a value that needs quotes and has no style of its own (one the program added) is quoted by the canonical rules
+of `_emit` (double quotes with JSON escapes, or a literal block for text that spans lines).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from decimal import Decimal
 from typing import Any
 
 from onellm.errors import BadDefinitionError
-from onellm.yamlio._emit import decimal_text, dump_document
+from onellm.yamlio._emit import decimal_text, dump_document, literal_ok, plain, plain_key, quote
 from onellm.yamlio._guard import event_guard, parse_float, parse_int, walk_events
 from onellm.yamlio._load import c_events, convert_error, decode_text, safe_load
 
@@ -37,8 +39,21 @@ def parse_path(path: PathLike) -> list[str | int]:
     return steps
 
 
-def _yaml_types() -> tuple[Any, Any, Any]:
+class _NewText(str):
+    """A string value the program put into a person's document: written by the canonical quoting rules."""
+
+    __slots__ = ()
+
+
+class _NewKey(str):
+    """A key the program put into a person's document: written by the canonical key rules."""
+
+    __slots__ = ()
+
+
+def _yaml_types() -> tuple[Any, Any, Any, Any]:
     from ruamel.yaml.constructor import RoundTripConstructor
+    from ruamel.yaml.emitter import RoundTripEmitter
     from ruamel.yaml.parser import RoundTripParser
     from ruamel.yaml.representer import RoundTripRepresenter
     from ruamel.yaml.scalarfloat import ScalarFloat
@@ -72,7 +87,22 @@ def _yaml_types() -> tuple[Any, Any, Any]:
             numeric = not data.is_finite() or "." in text or "e" in text.lower()
             return self.represent_scalar("tag:yaml.org,2002:" + ("float" if numeric else "int"), text)
 
+        def represent_new_text(self, data: str) -> Any:
+            if plain(data):
+                style = None
+            elif "\n" in data and literal_ok(data):
+                style = "|"
+            else:
+                style = '"'
+            return self.represent_scalar("tag:yaml.org,2002:str", str(data), style=style)
+
+        def represent_new_key(self, data: str) -> Any:
+            style = None if plain_key(data) else '"'
+            return self.represent_scalar("tag:yaml.org,2002:str", str(data), style=style)
+
     Representer.add_representer(Decimal, Representer.represent_decimal)
+    Representer.add_representer(_NewText, Representer.represent_new_text)
+    Representer.add_representer(_NewKey, Representer.represent_new_key)
 
     class Parser(RoundTripParser):
         """The round-trip parser, with every event checked by the guard the moment it is made."""
@@ -96,13 +126,33 @@ def _yaml_types() -> tuple[Any, Any, Any]:
             self._advance()
             return super().get_event()
 
-    return Constructor, Representer, Parser
+    class Emitter(RoundTripEmitter):
+        """ruamel's writer, with the canonical quoting rules for scalars that carry no style of their own."""
+
+        def choose_scalar_style(self) -> Any:
+            style = super().choose_scalar_style()
+            if self.event.style or not style or self.flow_level:
+                return style  # plain, in a flow collection, or styled as the person wrote it
+            value = self.event.value
+            if not self.simple_key_context and "\n" in value and literal_ok(value):
+                return "|"
+            return '"'
+
+        def write_double_quoted(self, text: Any, split: Any = True) -> None:
+            # One way of writing double quotes for every file onellm writes: JSON escapes, one line.
+            if self.root_context and self.requested_indent is not None:
+                self.write_line_break()
+                if self.requested_indent != 0:
+                    self.write_indent()
+            self.write_indicator(quote(str(text)), True)
+
+    return Constructor, Representer, Parser, Emitter
 
 
-_TYPES: tuple[Any, Any, Any] | None = None
+_TYPES: tuple[Any, Any, Any, Any] | None = None
 
 
-def _types() -> tuple[Any, Any, Any]:
+def _types() -> tuple[Any, Any, Any, Any]:
     global _TYPES
     if _TYPES is None:
         _TYPES = _yaml_types()
@@ -112,7 +162,7 @@ def _types() -> tuple[Any, Any, Any]:
 def _round_trip_loader(file: str | None) -> Any:
     from ruamel.yaml import YAML
 
-    constructor, _, parser = _types()
+    constructor, _, parser, _ = _types()
     loader = YAML(typ="rt", pure=True)
     loader.Constructor = constructor
     loader.Parser = parser
@@ -284,9 +334,10 @@ class YamlDocument:
     def _emit_ruamel(self) -> str:
         from ruamel.yaml import YAML
 
-        representer = _types()[1]
+        _, representer, _, emitter = _types()
         yaml = YAML(typ="rt", pure=True)
         yaml.Representer = representer
+        yaml.Emitter = emitter
         yaml.width = 4096
         mapping, sequence, offset = _guess_indent(self.text)
         yaml.indent(mapping=mapping, sequence=sequence, offset=offset)
@@ -341,7 +392,7 @@ def _merge(old: Any, new: Any) -> Any:
                 if merged is not old[k]:
                     old[k] = merged
             else:
-                old[k] = _fresh(v)
+                old[_new_key(k)] = _fresh(v)
         return old
     if isinstance(old, CommentedSeq) and isinstance(new, Sequence) and not isinstance(new, str):
         if to_plain(old) == list(new):
@@ -365,13 +416,19 @@ def _fresh(value: Any) -> Any:
     if isinstance(value, Mapping):
         m = CommentedMap()
         for k, v in value.items():
-            m[k] = _fresh(v)
+            m[_new_key(k)] = _fresh(v)
         return m
     if isinstance(value, (list, tuple)):
         s = CommentedSeq()
         s.extend(_fresh(v) for v in value)
         return s
+    if type(value) is str:
+        return _NewText(value)
     return copy.copy(value)
+
+
+def _new_key(key: Any) -> Any:
+    return _NewKey(key) if type(key) is str else key
 
 
 def load_document(text: str | bytes, *, file: str | None = None) -> YamlDocument:

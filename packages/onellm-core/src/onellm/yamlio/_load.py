@@ -8,7 +8,11 @@ from typing import Any
 from onellm.errors import BadDefinitionError
 from onellm.yamlio._guard import walk_events
 
+MAX_IMPLICIT_KEY = 1024
+"""The longest implicit (`key: value`) key YAML allows, in characters as written, quotes included."""
+
 __all__ = [
+    "MAX_IMPLICIT_KEY",
     "c_events",
     "convert_error",
     "decode_text",
@@ -61,6 +65,16 @@ def convert_error(exc: BaseException, text: str, file: str | None) -> BadDefinit
             problem = f"{problem} ({str(exc.context).strip()})"
         if mark is None:
             return BadDefinitionError(problem, file=file)
+        long_key = _long_key(text, mark.line, mark.column)
+        if long_key is not None:
+            column, length = long_key
+            return BadDefinitionError(
+                f"an implicit key may be at most {MAX_IMPLICIT_KEY} characters long; this one has {length} "
+                "(write a longer key in the explicit form, `? key`)",
+                file=file,
+                line=mark.line + 1,
+                column=column + 1,
+            )
         return BadDefinitionError(problem, file=file, line=mark.line + 1, column=mark.column + 1)
     if isinstance(exc, ReaderError):
         position = exc.position if isinstance(exc.position, int) else 0
@@ -74,6 +88,26 @@ def convert_error(exc: BaseException, text: str, file: str | None) -> BadDefinit
     if isinstance(exc, MemoryError):
         return BadDefinitionError("the YAML is too large to read", file=file, line=1, column=1)
     return BadDefinitionError(f"the YAML could not be read: {exc}", file=file, line=1, column=1)
+
+
+def _long_key(text: str, line: int, column: int) -> tuple[int, int] | None:
+    """(0-based column, length) of an implicit key longer than YAML allows that ends at `column` of `line`, if the
+    parser stopped at the `:` after one."""
+    start = 0
+    for _ in range(line):
+        start = text.find("\n", start) + 1
+        if start == 0:
+            return None
+    end = text.find("\n", start)
+    row = text[start : end if end >= 0 else len(text)]
+    if column >= len(row) or row[column] != ":":
+        return None
+    key = len(row) - len(row.lstrip(" "))
+    while row.startswith("- ", key) or row.startswith("? ", key):
+        key += 2
+        key += len(row) - key - len(row[key:].lstrip(" "))
+    length = column - key
+    return (key, length) if length > MAX_IMPLICIT_KEY else None
 
 
 def c_events(text: str) -> Iterator[Any] | None:

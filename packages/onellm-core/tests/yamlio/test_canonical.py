@@ -1,4 +1,4 @@
-"""The canonical writer and the fast reader of instance files (`onellm.instances._canon`).
+"""The canonical writer (`onellm.yamlio._emit`) and the fast reader of its instance layout (`onellm.yamlio._fast`).
 
 These are internals, tested directly because the fast reader must never disagree with a YAML parser: whatever it
 accepts it must read exactly as the guarded loader does, and it must decline everything outside the canonical shape.
@@ -14,19 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from onellm.instances._canon import (
-    _RESERVED,
-    Unsupported,
-    emit_block,
-    emit_mapping,
-    parse_block,
-    parse_entries,
-    parse_mapping,
-    plain,
-    plain_pattern,
-    scalar,
-)
-from onellm.yamlio import load_document, safe_load
+from onellm.yamlio import dump_block, dump_document, dump_scalar, load_document, safe_load
+from onellm.yamlio._emit import _TYPED_DIGITS, RESERVED, emit_block, emit_mapping, plain, plain_pattern, scalar
+from onellm.yamlio._fast import NotCanonical, parse_block, parse_entries, parse_mapping
 
 TRICKY = [
     "",
@@ -84,6 +74,18 @@ TRICKY = [
     "http://example.com/a?b=c#d",
     "<<",
     "=",
+    "24-1234",
+    "3rd",
+    "12abc",
+    "1e3x",
+    "0x1G",
+    "1.2.3",
+    "1_000",
+    "1:30",
+    "2026-11-05 x",
+    "1 2",
+    "0o17",
+    "1e",
 ]
 
 texts = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40) | st.sampled_from(TRICKY)
@@ -107,11 +109,11 @@ def test_what_the_writer_writes_every_loader_reads_back_the_same(data: dict[Any,
     block = emit_block(data, indent)
     assert safe_load(block) == [data]
     assert load_document(block).plain == [data]
-    with contextlib.suppress(Unsupported):
+    with contextlib.suppress(NotCanonical):
         assert parse_block(block, indent) == data
     mapping = emit_mapping(data)
     assert safe_load(mapping) == data
-    with contextlib.suppress(Unsupported):
+    with contextlib.suppress(NotCanonical):
         assert parse_mapping(mapping) == data
 
 
@@ -237,7 +239,7 @@ def test_a_very_long_key_takes_the_explicit_form() -> None:
     ],
 )
 def test_the_fast_reader_declines_what_is_not_canonical(block: str) -> None:
-    with pytest.raises(Unsupported):
+    with pytest.raises(NotCanonical):
         parse_block(block)
 
 
@@ -245,7 +247,7 @@ def test_deep_nesting_is_declined_not_recursed() -> None:
     data: Any = "leaf"
     for _ in range(200):
         data = {"k": data}
-    with pytest.raises(Unsupported):
+    with pytest.raises(NotCanonical):
         parse_block(emit_block({"deep": data}))
 
 
@@ -256,7 +258,11 @@ def test_deep_nesting_is_declined_not_recursed() -> None:
     | st.sampled_from(TRICKY)
 )
 def test_the_quick_plain_check_agrees_with_the_plain_pattern(text: str) -> None:
-    expected = plain_pattern().fullmatch(text) is not None and text.lower() not in _RESERVED
+    expected = (
+        plain_pattern().fullmatch(text) is not None
+        and text.lower() not in RESERVED
+        and _TYPED_DIGITS.fullmatch(text) is None
+    )
     assert plain(text) == expected
 
 
@@ -265,7 +271,7 @@ def test_the_quick_plain_check_agrees_with_the_plain_pattern(text: str) -> None:
 def test_a_run_of_entries_reads_as_the_yaml_loader_reads_it(items: list[dict[Any, Any]], indent: int) -> None:
     text = "".join(emit_block(item, indent) for item in items)
     assert safe_load(text) == items
-    with contextlib.suppress(Unsupported):
+    with contextlib.suppress(NotCanonical):
         assert parse_entries(text, 0, indent) == items
 
 
@@ -273,7 +279,74 @@ def test_a_run_of_entries_is_read_from_where_it_starts() -> None:
     head = "name: x\nmessages:\n"
     body = emit_block({"id": "a", "note": "two\nlines\n"}) + emit_block({"id": "b", "n": 1})
     assert parse_entries(head + body, len(head)) == [{"id": "a", "note": "two\nlines\n"}, {"id": "b", "n": 1}]
-    with pytest.raises(Unsupported):
+    with pytest.raises(NotCanonical):
         parse_entries(head + body + "after: 1\n", len(head))
-    with pytest.raises(Unsupported):
+    with pytest.raises(NotCanonical):
         parse_entries(head + body.rstrip("\n"), len(head))
+
+
+@pytest.mark.parametrize("value", [*TRICKY, "24-1234", "1.2.3", "C#", "a, b", "x{y}", Decimal("1E-7"), 1e-05])
+def test_one_set_of_rules_for_every_file_onellm_writes(value: Any) -> None:
+    """The instance layout and the layout of the files people edit differ only in where a list sits, never in how a
+    value is written."""
+    assert dump_block({"k": value}) == emit_mapping({"k": value})
+    assert dump_block([value]) == emit_mapping({"k": [value]}).removeprefix("k:\n").replace("\n- ", "\n  - ", 0)
+    if "\n" not in str(value):
+        assert dump_scalar(value) == scalar(value)
+
+
+def test_the_shape_of_the_csharp_writer() -> None:
+    """What the C# writer writes plain (`testdata/formats/instances/valid/csharp-writer-shape.yaml`) is written plain,
+    and reads back on the fast path."""
+    data = {"caseNo": "24-1234", "path": "C:\\\\cases", "text": "Docket 24-1234: open.", "cost": Decimal("0.001806")}
+    text = emit_mapping(data)
+    assert text == 'caseNo: 24-1234\npath: C:\\\\cases\ntext: "Docket 24-1234: open."\ncost: 0.001806\n'
+    assert parse_mapping(text) == data
+    assert safe_load(text) == data
+
+
+def test_names_with_dashes_and_dots_are_plain_keys() -> None:
+    data = {"X-Api-Key": "k", "gpt-4.1": 1, "a/b": 2, "weird key": 3, "yes": 4, "24-1234": 5}
+    text = emit_mapping(data)
+    assert text == 'X-Api-Key: k\ngpt-4.1: 1\na/b: 2\n"weird key": 3\n"yes": 4\n"24-1234": 5\n'
+    assert parse_mapping(text) == data
+    assert safe_load(text) == data
+    assert dump_document(data) == text
+
+
+def test_a_lists_column_is_the_only_difference_between_the_layouts() -> None:
+    data = {"a": [1, {"b": ["x", "z"]}], "c": [[1, 2]]}
+    assert emit_mapping(data) == "a:\n- 1\n- b:\n  - x\n  - z\nc:\n-\n  - 1\n  - 2\n"
+    assert dump_document(data) == "a:\n  - 1\n  - b:\n      - x\n      - z\nc:\n  -\n    - 1\n    - 2\n"
+    assert safe_load(emit_mapping(data)) == safe_load(dump_document(data)) == data
+
+
+@pytest.mark.parametrize("quoted", [False, True])
+@pytest.mark.parametrize("length", [1024, 1025, 5000])
+def test_an_implicit_key_longer_than_yaml_allows_is_refused_by_every_loader_alike(length: int, quoted: bool) -> None:
+    """YAML limits an implicit key to 1,024 characters (quotes included). The fast reader declines a longer one, so
+    the instance loader refuses it exactly where the general and the round-trip loaders do."""
+    from onellm.errors import BadDefinitionError
+    from onellm.instances import Instance
+
+    key = '"' + "k" * (length - 2) + '"' if quoted else "k" * length
+    texts = [
+        f"instanceId: a\n{key}: 1\n",
+        f"instanceId: a\nmessages:\n- id: m\n  {key}: 1\n",
+        f"instanceId: a\nmessages:\n- id: m\n  user:\n  - text: hi\n- id: n\n  {key}: 1\n",
+    ]
+    for text in texts:
+        if length <= 1024:
+            assert Instance.loads(text) == Instance.from_data(safe_load(text))
+            continue
+        with pytest.raises(NotCanonical):
+            parse_mapping(f"{key}: 1\n")
+        places = set()
+        for load in (safe_load, load_document, Instance.loads):
+            with pytest.raises(BadDefinitionError) as caught:
+                load(text, file="long.yaml")
+            err = caught.value
+            assert err.file == "long.yaml"
+            assert "1024" in err.detail, err.detail
+            places.add((err.line, err.column))
+        assert len(places) == 1, places
