@@ -18,8 +18,8 @@ import pydantic
 import pytest
 from annotated_doc import Doc
 
+from onellm.schema import KEYWORD_ORDER, iter_keywords
 from onellm.tools import json_schema_for
-from onellm.tools._schema import KEYWORD_ORDER, iter_keywords
 
 
 def same(actual: Any, expected: Any) -> None:

@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from onellm._describe import join_path, type_name
+
 __all__ = ["KNOWN_PRICE_COUNTERS", "SchemaError", "check_provider", "to_decimal"]
 
 # The four counters that have a flat price field, in the order cost lines list them.
@@ -34,26 +36,8 @@ class SchemaError(Exception):
 Checker = Callable[[Any, str], Any]
 
 
-def _join(path: str, key: str | int) -> str:
-    if isinstance(key, int):
-        return f"{path}[{key}]"
-    return f"{path}.{key}" if path else key
-
-
-def _type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, Decimal, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "text"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return type(value).__name__
+_join = join_path
+_type_name = type_name
 
 
 def _str(value: Any, path: str) -> Any:

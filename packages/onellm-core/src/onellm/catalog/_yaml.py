@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from onellm._describe import parse_path
 from onellm.errors import BadDefinitionError
 
 __all__ = ["check_size", "load_documents", "position_of"]
@@ -56,19 +57,7 @@ def load_documents(text: str, *, file: str | None = None) -> list[Any]:
 
 def _parse_path(path: str) -> list[str | int]:
     """`models[2].pricing.items[0]` -> ["models", 2, "pricing", "items", 0] (indexes are positions in the file)."""
-    out: list[str | int] = []
-    for part in path.split("."):
-        while part:
-            if part.startswith("["):
-                end = part.index("]")
-                out.append(int(part[1:end]))
-                part = part[end + 1 :]
-                continue
-            cut = part.find("[")
-            key = part if cut < 0 else part[:cut]
-            out.append(key)
-            part = "" if cut < 0 else part[cut:]
-    return out
+    return parse_path(path)
 
 
 def position_of(text: str, document: int, path: str) -> tuple[int | None, int | None]:

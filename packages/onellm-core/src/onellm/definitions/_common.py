@@ -6,16 +6,17 @@ import contextlib
 import copy
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from onellm._describe import format_path, type_name
 from onellm.errors import BadDefinitionError
 from onellm.yamlio import YamlDocument, decode_text, dump_document, load_document
 
-__all__ = ["DefinitionWarning", "Reader", "Step", "layout", "read_source", "write_text"]
+__all__ = ["DefinitionWarning", "Reader", "Step", "format_path", "layout", "read_source", "type_name", "write_text"]
 
 Step = Any  # a mapping key (usually a string) or a list index
 Path_ = tuple[Step, ...]
@@ -37,32 +38,6 @@ class DefinitionWarning:
             where += f":{self.line}:{self.column}"
         at = f" (at {self.path})" if self.path else ""
         return f"{where}: {self.message}{at}"
-
-
-def format_path(steps: Sequence[Step]) -> str:
-    out = ""
-    for step in steps:
-        if isinstance(step, int):
-            out += f"[{step}]"
-        else:
-            out += ("." if out else "") + str(step)
-    return out
-
-
-def type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float | Decimal):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list | tuple):
-        return "a list"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    return type(value).__name__
 
 
 class Reader:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from onellm import yamlio
+from onellm._describe import type_name
 from onellm.errors import BadDefinitionError
 from onellm.instances import _layout
 from onellm.instances._atomic import write_atomic
@@ -49,7 +50,6 @@ from onellm.instances._parts import (
     opt_timestamp,
     plain_copy,
     same,
-    type_name,
 )
 from onellm.messages import Message, Timestamp
 

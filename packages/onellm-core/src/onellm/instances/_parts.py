@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from onellm._describe import type_name
 from onellm.errors import BadDefinitionError
 from onellm.messages import Timestamp
 
@@ -19,22 +20,6 @@ __all__ = ["AskUser", "Compaction", "ForkOrigin", "InstanceFailure", "PendingApp
 
 
 # -- plain-value checks -------------------------------------------------------------------------------------------------
-
-
-def type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float | Decimal):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list | tuple):
-        return "a list"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    return type(value).__name__
 
 
 def bad(path: str, message: str) -> BadDefinitionError:

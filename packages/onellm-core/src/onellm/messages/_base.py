@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Self, TypeVar
 
 import msgspec
 
+from onellm._describe import type_name
 from onellm.errors import BadDefinitionError
 
 __all__ = ["Model"]
@@ -120,22 +121,6 @@ def read_list(reader: Callable[[Any, str], T], value: Any, path: str) -> list[T]
 def bad(path: str, message: str) -> BadDefinitionError:
     """The typed error for bad message data at `path`."""
     return BadDefinitionError(message, path=path)
-
-
-def type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float | Decimal):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list | tuple):
-        return "a list"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    return type(value).__name__
 
 
 def need_mapping(value: Any, path: str, key: str = "") -> Mapping[str, Any]:

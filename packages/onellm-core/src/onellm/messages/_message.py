@@ -16,6 +16,7 @@ from typing import Any
 
 import msgspec
 
+from onellm._describe import type_name
 from onellm.messages._base import (
     Model,
     bad,
@@ -26,7 +27,6 @@ from onellm.messages._base import (
     read_list,
     relayout,
     set_layout,
-    type_name,
 )
 from onellm.messages._parts import (
     AssetPart,

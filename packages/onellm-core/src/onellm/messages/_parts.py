@@ -14,6 +14,7 @@ from typing import Any, ClassVar, TypeAlias
 
 import msgspec
 
+from onellm._describe import type_name
 from onellm.messages._base import (
     Model,
     bad,
@@ -25,7 +26,6 @@ from onellm.messages._base import (
     read_list,
     relayout,
     set_layout,
-    type_name,
 )
 
 __all__ = [

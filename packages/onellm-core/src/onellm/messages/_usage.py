@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from onellm._describe import type_name
 from onellm.messages._base import (
     Model,
     bad,
@@ -26,7 +27,6 @@ from onellm.messages._base import (
     relayout,
     set_layout,
     to_decimal,
-    type_name,
 )
 
 __all__ = ["CallWarning", "Cost", "CostLine", "Usage", "format_money"]

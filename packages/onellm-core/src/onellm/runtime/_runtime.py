@@ -119,7 +119,7 @@ def response_format_for(tp: Any) -> ResponseFormat:
     if _is_pydantic(tp):
         schema = tp.model_json_schema()
     else:
-        from onellm.tools._schema import compile_type
+        from onellm.schema import compile_type
 
         schema = compile_type(tp).schema
     if schema.get("type") != "object":
@@ -139,12 +139,12 @@ def parse_output(tp: Any, text: str, *, provider: str | None) -> Any:
             return tp.model_validate(data)
         except Exception as error:  # pydantic's ValidationError, without importing pydantic
             raise MalformedResponseError(f"the answer does not fit {name}: {error}", provider=provider) from error
-    from onellm.tools._schema import ArgumentError, compile_type
+    from onellm.schema import ArgumentError, compile_type
 
     try:
         return compile_type(tp).convert(data)
     except ArgumentError as error:
-        path = "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in error.segments).lstrip(".")
+        path = error.path
         where = f" at {path}" if path else ""
         raise MalformedResponseError(
             f"the answer does not fit {name}{where}: {error.problem}", provider=provider

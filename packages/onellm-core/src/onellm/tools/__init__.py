@@ -2,9 +2,11 @@
 
 A tool is a plain function (sync or async); its parameters become a closed JSON Schema object by the rules in
 `docs/tool-schemas.md`, and `Tool.invoke` turns every failure of the tool into an error result the model reads.
-`json_schema_for` is the same type-to-schema code, for structured output.
+The type-to-schema compiler is `onellm.schema`; its public names (`compile_type`, `json_schema_for`, `ArgumentError`,
+...) are also importable from here.
 """
 
+from onellm.schema import ArgumentError, JsonType, compile_type, json_schema_for, to_json_value
 from onellm.tools._provider_schemas import (
     SchemaConversion,
     for_anthropic,
@@ -13,7 +15,6 @@ from onellm.tools._provider_schemas import (
     restore_optional_nulls,
 )
 from onellm.tools._references import ResolvedReferences, ToolReferenceResolver, ToolRegistry
-from onellm.tools._schema import ArgumentError, JsonType, compile_type, json_schema_for, to_json_value
 from onellm.tools._tool import GRANT_KINDS, Tool, ToolContext, ToolResult, to_parts, tool
 from onellm.tools._validate import compile_schema
 

@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from onellm.tools._schema import ordered
+from onellm.schema import ordered
 
 __all__ = ["SchemaConversion", "for_anthropic", "for_gemini", "for_openai", "restore_optional_nulls"]
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+from onellm._describe import format_path
 from onellm.errors import BadDefinitionError
 from onellm.tools._tool import GRANT_KINDS, Tool
 
@@ -296,10 +297,7 @@ class _Run:
         return found if found is not None else (None, None)
 
     def _dotted(self, steps: tuple[str | int, ...]) -> str:
-        out = ""
-        for step in self.base + steps:
-            out += f"[{step}]" if isinstance(step, int) else (f".{step}" if out else step)
-        return out
+        return format_path(self.base + steps)
 
     def _refuse(self, index: int, steps: tuple[str | int, ...], message: str, *, optional: bool) -> None:
         if self.strict and not optional:

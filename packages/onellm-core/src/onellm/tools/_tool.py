@@ -1,6 +1,6 @@
 """Tools: plain functions with a JSON Schema, and the invoker that turns every failure of theirs into a result.
 
-A tool is a function (sync or async) whose parameters become one closed object schema (see `onellm.tools._schema` and
+A tool is a function (sync or async) whose parameters become one closed object schema (see `onellm.schema` and
 `docs/tool-schemas.md`). `Tool.invoke` converts the model's arguments, runs the function and returns a `ToolResult`.
 It never raises for the tool's own failure: a bad argument, an exception in the tool and a timeout all become error
 results whose text the model reads. Cancellation of the caller is not a failure and propagates.
@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any, Final, Generic, ParamSpec, TypeVar, overl
 
 import msgspec
 
+from onellm._docstrings import parse_docstring
 from onellm.errors import CapabilityMissingError
-from onellm.tools._docstrings import parse_docstring
-from onellm.tools._schema import (
+from onellm.schema import (
     ArgumentError,
     JsonType,
     Property,

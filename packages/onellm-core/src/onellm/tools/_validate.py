@@ -25,7 +25,8 @@ from uuid import UUID
 
 import msgspec
 
-from onellm.tools._schema import ArgumentError, _describe, _quote
+from onellm._describe import describe_value, quote_text
+from onellm.schema import ArgumentError
 
 __all__ = ["compile_schema"]
 
@@ -125,7 +126,7 @@ def _same_json(a: Any, b: Any) -> bool:
 
 
 def _shown(value: Any) -> str:
-    return _quote(value) if isinstance(value, str) else "null" if value is None else repr(value)
+    return quote_text(value) if isinstance(value, str) else "null" if value is None else repr(value)
 
 
 def compile_schema(schema: Mapping[str, Any], *, where: str = "schema") -> Callable[[Any], Any]:
@@ -170,7 +171,7 @@ def _compile(schema: Any, where: str) -> Check:
 
         def check_type(value: Any) -> None:
             if _kind_of(value) not in allowed:
-                raise ArgumentError(f"must be {expected}, not {_describe(value)}")
+                raise ArgumentError(f"must be {expected}, not {describe_value(value)}")
 
         checks.append(check_type)
     if "enum" in schema:
@@ -179,7 +180,7 @@ def _compile(schema: Any, where: str) -> Check:
 
         def check_enum(value: Any) -> None:
             if not any(_same_json(value, o) for o in options):
-                shown = _quote(value) if isinstance(value, str) else _describe(value)
+                shown = quote_text(value) if isinstance(value, str) else describe_value(value)
                 raise ArgumentError(f"must be one of {listed}, not {shown}")
 
         checks.append(check_enum)
@@ -219,7 +220,7 @@ def _number_checks(schema: Mapping[str, Any], where: str) -> list[Check]:
 
         def check(value: Any, bound: Any = bound, op: Any = op, word: str = word) -> None:
             if _kind_of(value) in ("integer", "number") and not op(value, bound):
-                raise ArgumentError(f"must be {word} {bound}, not {_describe(value)}")
+                raise ArgumentError(f"must be {word} {bound}, not {describe_value(value)}")
 
         out.append(check)
     return out
@@ -268,7 +269,7 @@ def _string_checks(schema: Mapping[str, Any], where: str) -> list[Check]:
                 try:
                     msgspec.convert(value, target)
                 except msgspec.ValidationError:
-                    raise ArgumentError(f"must be {expected}, not {_quote(value)}") from None
+                    raise ArgumentError(f"must be {expected}, not {quote_text(value)}") from None
 
         out.append(check_format)
     return out

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import copy
 import io
-import re
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
+from onellm._describe import format_path
+from onellm._describe import parse_path as _parse_path
 from onellm.errors import BadDefinitionError
 from onellm.yamlio._emit import decimal_text, dump_document, literal_ok, plain, plain_key, quote
 from onellm.yamlio._guard import event_guard, parse_float, parse_int, walk_events
@@ -26,17 +27,13 @@ __all__ = ["PathLike", "YamlDocument", "load_document", "parse_path", "to_plain"
 
 PathLike = str | Sequence[str | int]
 
-_PATH_TOKEN = re.compile(r"\[(\d+)\]|\.?([^.\[\]]+)")
-
 
 def parse_path(path: PathLike) -> list[str | int]:
-    """`"questions.topic.criteria[2]"` or `("questions", "topic", "criteria", 2)` as a list of keys and indexes."""
+    """`'questions["line-ok"].criteria[2]'` or `("questions", "line-ok", "criteria", 2)` as a list of keys and
+    indexes (the text as `format_path` writes it)."""
     if not isinstance(path, str):
         return list(path)
-    steps: list[str | int] = []
-    for index, key in _PATH_TOKEN.findall(path):
-        steps.append(int(index) if index else key)
-    return steps
+    return _parse_path(path)
 
 
 class _NewText(str):
@@ -294,7 +291,7 @@ class YamlDocument:
             shown: str | None = None
         else:
             line, column = self.position(path, key=key)
-            shown = _format_path(parse_path(path)) or None
+            shown = format_path(parse_path(path)) or None
         return BadDefinitionError(message, file=self.file, line=line, column=column, path=shown)
 
     def update(self, new: Any) -> None:
@@ -361,16 +358,6 @@ def _find_key(mapping: Mapping[Any, Any], step: str | int) -> Any:
         if str(k) == str(step):
             return k
     return _MISSING
-
-
-def _format_path(steps: list[str | int]) -> str:
-    out = ""
-    for step in steps:
-        if isinstance(step, int):
-            out += f"[{step}]"
-        else:
-            out += ("." if out else "") + str(step)
-    return out
 
 
 def _merge(old: Any, new: Any) -> Any:
