@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from onellm.instances import FileInstanceStore, InstanceStore, MemoryInstanceStore
 from onellm.testing.store_conformance import InstanceStoreConformance
+
+from .faults import disk_fault
 
 
 class TestFileInstanceStore(InstanceStoreConformance):
@@ -14,10 +17,16 @@ class TestFileInstanceStore(InstanceStoreConformance):
     def open_store(self, location: Path) -> InstanceStore:
         return FileInstanceStore(location, durable=False)
 
+    def storage_fault(self, location: Path, fault: str) -> contextlib.AbstractContextManager[object]:
+        return disk_fault(fault)
+
 
 class TestDurableFileInstanceStore(InstanceStoreConformance):
     def open_store(self, location: Path) -> InstanceStore:
         return FileInstanceStore(location)
+
+    def storage_fault(self, location: Path, fault: str) -> contextlib.AbstractContextManager[object]:
+        return disk_fault(fault)
 
 
 _memory_stores: dict[Path, MemoryInstanceStore] = {}

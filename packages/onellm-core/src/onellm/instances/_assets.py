@@ -8,17 +8,22 @@ twice keeps one copy. `FileAssetStore` keeps one file per key in a directory (th
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
+import stat
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from onellm.instances._atomic import write_atomic
+from onellm._files import clean_stale_temps, open_directory, read_regular, storage_error, write_atomic
+from onellm.errors import StorageError
 from onellm.messages import AssetPart
 
 __all__ = ["AssetStore", "FileAssetStore", "MemoryAssetStore"]
 
 _KEY = re.compile(r"[0-9a-f]{64}")
+DEFAULT_MAX_ASSET_BYTES = 1 << 30
+"""The largest asset a `FileAssetStore` reads unless told otherwise: 1 GiB."""
 
 
 def _check_key(key: str) -> str:
@@ -55,6 +60,7 @@ class AssetStore(Protocol):
 
         Raises:
             KeyError: nothing is stored under `key`.
+            StorageError: the stored content cannot be read, or no longer matches its hash.
         """
         ...
 
@@ -68,42 +74,162 @@ class AssetStore(Protocol):
 
 
 class FileAssetStore:
-    """One file per asset, named by its SHA-256, in `directory` (created on the first `put`)."""
+    """One file per asset, named by its SHA-256, in `directory` (created on the first `put`).
+
+    Nothing in the directory is trusted: the directory itself and every asset file must be the real thing (a symbolic
+    link is refused, so a planted link cannot send a write or a read out of the store), a file read back must still
+    hash to its name (a changed or torn file is refused, never sent to a model as the asset), and a `put` that finds a
+    file that does not hash to its name writes it again. Failures are `StorageError`s naming the file.
+
+    Args:
+        directory: The asset directory (`<store>/<instanceId>.assets`).
+        durable: Flush every write to disk before returning.
+        max_file_bytes: The largest asset `get` reads.
+    """
 
     storage = "file"
 
-    def __init__(self, directory: str | Path, *, durable: bool = True) -> None:
+    def __init__(
+        self, directory: str | Path, *, durable: bool = True, max_file_bytes: int = DEFAULT_MAX_ASSET_BYTES
+    ) -> None:
         self.directory = Path(directory)
         self._durable = durable
+        self._max_bytes = max_file_bytes
+        self._cleaned = False
+
+    def _open(self, operation: str, *, create: bool = False) -> int | None:
+        """The directory, opened without following a link; None when it does not exist (and `create` is false)."""
+        if create:
+            try:
+                self.directory.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise storage_error(exc, self.directory.parent, operation) from exc
+        try:
+            fd = open_directory(self.directory, operation=operation, create=create)
+        except StorageError as exc:
+            if isinstance(exc.__cause__, FileNotFoundError) and not create:
+                return None
+            raise
+        if not self._cleaned:
+            self._cleaned = True
+            clean_stale_temps(self.directory, dir_fd=fd)
+        return fd
 
     def put(self, data: bytes, *, content_type: str | None = None, name: str | None = None) -> AssetPart:
-        digest, part = _part(self.storage, bytes(data), content_type, name)
-        path = self.directory / digest
-        if not path.exists():
-            self.directory.mkdir(parents=True, exist_ok=True)
-            write_atomic(path, bytes(data), durable=self._durable)
+        """Store `data` (once: the same bytes are kept in one file); return the part that refers to it.
+
+        Raises:
+            StorageError: the asset cannot be written (a full or read-only disk, a link in place of the directory).
+        """
+        data = bytes(data)
+        digest, part = _part(self.storage, data, content_type, name)
+        fd = self._open("put", create=True)
+        assert fd is not None
+        try:
+            if not self._holds(fd, digest):
+                write_atomic(
+                    digest, data, durable=self._durable, dir_fd=fd, operation="put", shown=self.directory / digest
+                )
+        finally:
+            os.close(fd)
         return part
 
-    def get(self, key: str) -> bytes:
-        path = self.directory / _check_key(key)
+    def _holds(self, fd: int, digest: str) -> bool:
+        """True when the file for `digest` is there and still hashes to it."""
         try:
-            return path.read_bytes()
-        except FileNotFoundError:
-            raise KeyError(f"no asset {key!r} in {self.directory}") from None
+            found = read_regular(
+                digest, max_bytes=self._max_bytes, operation="put", dir_fd=fd, shown=self.directory / digest
+            )
+        except StorageError:
+            return False  # not a regular file or not readable: replaced by the write
+        return found is not None and hashlib.sha256(found).hexdigest() == digest
+
+    def get(self, key: str) -> bytes:
+        """The content stored under `key`, checked against its hash.
+
+        Raises:
+            KeyError: nothing is stored under `key`.
+            StorageError: the file is not a regular file, cannot be read, or no longer hashes to its name.
+        """
+        _check_key(key)
+        fd = self._open("get")
+        if fd is None:
+            raise KeyError(f"no asset {key!r} in {self.directory}")
+        try:
+            shown = self.directory / key
+            data = read_regular(key, max_bytes=self._max_bytes, operation="get", dir_fd=fd, shown=shown)
+        finally:
+            os.close(fd)
+        if data is None:
+            raise KeyError(f"no asset {key!r} in {self.directory}")
+        if hashlib.sha256(data).hexdigest() != key:
+            raise StorageError(
+                f"cannot get {shown}: its content no longer matches its hash (sha256:{key}); the asset was changed or "
+                "cut short, and is not used",
+                path=str(shown),
+                operation="get",
+            )
+        return data
 
     def exists(self, key: str) -> bool:
-        return _KEY.fullmatch(key) is not None and (self.directory / key).is_file()
+        """True when a regular file is stored under `key` (its hash is checked by `get`)."""
+        if _KEY.fullmatch(key) is None:
+            return False
+        try:
+            fd = self._open("get")
+        except StorageError:
+            return False
+        if fd is None:
+            return False
+        try:
+            info = os.stat(key, dir_fd=fd, follow_symlinks=False)
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+        return stat.S_ISREG(info.st_mode)
 
     def delete(self, key: str) -> bool:
+        """Remove the content under `key`; True when there was some.
+
+        Raises:
+            StorageError: it cannot be removed.
+        """
+        _check_key(key)
+        fd = self._open("delete")
+        if fd is None:
+            return False
         try:
-            (self.directory / _check_key(key)).unlink()
+            os.unlink(key, dir_fd=fd)
         except FileNotFoundError:
             return False
+        except OSError as exc:
+            raise storage_error(exc, self.directory / key, "delete") from exc
+        finally:
+            os.close(fd)
         return True
 
     def clear(self) -> None:
-        """Remove the directory and everything in it."""
-        shutil.rmtree(self.directory, ignore_errors=True)
+        """Remove the directory and everything in it (a link in its place is removed, not followed).
+
+        Raises:
+            StorageError: it cannot be removed.
+        """
+        try:
+            info = os.lstat(self.directory)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise storage_error(exc, self.directory, "delete") from exc
+        try:
+            if stat.S_ISDIR(info.st_mode):
+                shutil.rmtree(self.directory)
+            else:
+                os.unlink(self.directory)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise storage_error(exc, getattr(exc, "filename", None) or self.directory, "delete") from exc
 
 
 class MemoryAssetStore:

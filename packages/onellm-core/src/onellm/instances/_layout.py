@@ -117,7 +117,7 @@ def cut(text: str, start: int, indent: int) -> list[str]:
     return [text[starts[i] : starts[i + 1]] for i in range(len(starts) - 1)]
 
 
-_TOP_LEVEL_AFTER = re.compile(r"\n(?![ \n#-])")
+_TOP_LEVEL_AFTER = re.compile(r"\n(?=[^ \n#-])")
 
 
 def header_end(text: str) -> int | None:

@@ -6,6 +6,9 @@ locked; a taker that opened the old file before the unlink notices (its descript
 tries again, so two holders can never each lock a different file of the same name.
 
 Windows: `msvcrt.locking` on the first byte; the file stays (it cannot be unlinked while open).
+
+The lock file is opened without following a symbolic link and must be a regular file: a `<id>.lock` planted as a link
+to some other file would otherwise have that file truncated and overwritten with the holder's process id.
 """
 
 from __future__ import annotations
@@ -13,12 +16,23 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 import sys
 from pathlib import Path
 
+from onellm._files import kind_of, storage_error
+from onellm.errors import StorageError
+
 __all__ = ["FileLock"]
 
-_FLAGS = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+_FLAGS = (
+    os.O_RDWR
+    | os.O_CREAT
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+)
 _BUSY = {errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK, errno.EDEADLK}
 
 
@@ -33,20 +47,38 @@ class FileLock:
 
     @classmethod
     def try_acquire(cls, path: Path) -> FileLock | None:
-        """Lock `path` (creating it), or return None when another holder has it."""
+        """Lock `path` (creating it), or return None when another holder has it.
+
+        Raises:
+            StorageError: the lock file cannot be made or opened (a read-only or full disk), or it is a symbolic link
+                or anything but a regular file.
+        """
+        try:
+            return cls._try_acquire(path)
+        except OSError as exc:
+            raise storage_error(exc, path, "acquire", what="the lock file") from exc
+
+    @classmethod
+    def _try_acquire(cls, path: Path) -> FileLock | None:
         while True:
             fd = os.open(path, _FLAGS, 0o666)
             try:
+                mine = os.fstat(fd)
+                if not stat.S_ISREG(mine.st_mode):
+                    raise StorageError(
+                        f"cannot acquire the lock file {path}: it is {kind_of(mine.st_mode)}, not a regular file",
+                        path=str(path),
+                        operation="acquire",
+                    )
                 if not _lock(fd):
                     os.close(fd)
                     return None
                 if sys.platform != "win32":
                     try:
-                        on_disk = os.stat(path)
+                        on_disk = os.lstat(path)
                     except FileNotFoundError:
                         os.close(fd)
                         continue
-                    mine = os.fstat(fd)
                     if (mine.st_ino, mine.st_dev) != (on_disk.st_ino, on_disk.st_dev):
                         os.close(fd)
                         continue

@@ -20,6 +20,7 @@ the format that messages are immutable once appended: to change a message, put a
 
 from __future__ import annotations
 
+import errno
 import gc
 import os
 from collections.abc import Callable, Mapping
@@ -31,9 +32,9 @@ from typing import TYPE_CHECKING, Any
 
 from onellm import yamlio
 from onellm._describe import type_name
+from onellm._files import read_regular, storage_error, write_atomic
 from onellm.errors import BadDefinitionError
 from onellm.instances import _layout
-from onellm.instances._atomic import write_atomic
 from onellm.instances._ids import is_valid_instance_id, new_instance_id, validate_instance_id
 from onellm.instances._parts import (
     AskUser,
@@ -638,14 +639,18 @@ class Instance:
     # -- files -----------------------------------------------------------------------------------------------------
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> Instance:
-        """Read an instance file.
+    def load(cls, path: str | os.PathLike[str], *, max_bytes: int = 1 << 30) -> Instance:
+        """Read an instance file (a regular file of at most `max_bytes`, 1 GiB by default).
 
         Raises:
             BadDefinitionError: see `loads`.
-            OSError: the file cannot be read.
+            StorageError: the file does not exist, cannot be read, is not a regular file (a directory, a pipe, a
+                device) or is larger than `max_bytes`.
         """
-        data = Path(path).read_bytes()
+        data = read_regular(path, max_bytes=max_bytes, operation="load", follow_symlinks=True)
+        if data is None:
+            missing = FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), os.fspath(path))
+            raise storage_error(missing, path, "load") from missing
         return cls.loads(data, file=os.fspath(path))
 
     def save(self, path: str | os.PathLike[str], *, durable: bool = True) -> None:
@@ -653,8 +658,12 @@ class Instance:
 
         A reader sees the old file or the new one, never a mix. `durable=False` skips the flush to disk (the rename
         is still atomic, but a power cut may lose the latest save).
+
+        Raises:
+            StorageError: the file cannot be written (a full or read-only disk, a missing directory); the old file is
+                untouched.
         """
-        write_atomic(Path(path), self.dumps().encode("utf-8"), durable=durable)
+        write_atomic(Path(path), self.dumps().encode("utf-8"), durable=durable, operation="save")
 
 
 def read_header(text: str | bytes, *, file: str | None = None) -> dict[str, Any]:

@@ -13,11 +13,17 @@ two handles on the same storage (the lease tests use that). Override `close_stor
 Set `other_process_factory` to `"package.module:function"` (a function taking the location as a string and
 returning a store) to also check that a lease held in another process keeps this one out.
 
+Override `storage_fault(location, fault)` to return a context manager within which the storage fails as a full disk
+(`"full"`) or a read-only one (`"read-only"`) would; the suite then checks that every failure is a `StorageError`
+naming the operation, with its cause chained, and that nothing already saved is lost. A store that cannot be made to
+fail (one in memory) returns None, and those tests are skipped.
+
 The suite needs pytest and anyio's pytest plugin (`@pytest.mark.anyio`); it brings its own `anyio_backend` fixture.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -31,7 +37,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from onellm.errors import InstanceLockedError
+from onellm.errors import InstanceLockedError, StorageError
 from onellm.instances import Instance, InstanceStore, InvalidInstanceIdError
 from onellm.messages import Message, TextPart
 
@@ -171,6 +177,17 @@ class InstanceStoreConformance:
 
     async def close_store(self, store: InstanceStore) -> None:
         """Release a handle opened by `open_store` (nothing by default)."""
+
+    def storage_fault(self, location: Path, fault: str) -> contextlib.AbstractContextManager[object] | None:
+        """A context within which the storage at `location` fails as a full (`"full"`) or read-only (`"read-only"`)
+        disk would, or None when this store cannot be made to fail (the fault tests are then skipped)."""
+        return None
+
+    def _fault(self, location: Path, fault: str) -> contextlib.AbstractContextManager[object]:
+        context = self.storage_fault(location, fault)
+        if context is None:
+            pytest.skip("this store cannot be made to fail")
+        return context
 
     # -- fixtures -------------------------------------------------------------------------------------------------
 
@@ -482,6 +499,71 @@ class InstanceStoreConformance:
         finally:
             child.kill()
             child.wait(timeout=30)
+
+    # -- faults ---------------------------------------------------------------------------------------------------
+
+    @pytest.mark.anyio
+    async def test_a_save_whose_text_cannot_be_made_keeps_the_old_instance(self, store: InstanceStore) -> None:
+        await store.save(make_instance("kept", state="waiting"))
+        broken = make_instance("kept", state="running", extra={"notPlain": object()})
+        with pytest.raises(TypeError):
+            await store.save(broken)
+        loaded = await store.load("kept")
+        assert loaded is not None
+        assert loaded.state == "waiting"
+
+    @pytest.mark.anyio
+    async def test_an_instance_is_kept_under_its_own_id_only(self, store: InstanceStore) -> None:
+        first = make_instance("first", state="waiting")
+        await store.save(first)
+        first.id = "second"
+        first.state = "running"
+        await store.save(first)
+        one, two = await store.load("first"), await store.load("second")
+        assert one is not None
+        assert two is not None
+        assert (one.id, one.state, two.id, two.state) == ("first", "waiting", "second", "running")
+        assert sorted(s.id for s in await store.list()) == ["first", "second"]
+
+    @pytest.mark.parametrize("fault", ["full", "read-only"])
+    @pytest.mark.anyio
+    async def test_a_save_that_fails_keeps_what_was_saved_and_says_why(
+        self, store: InstanceStore, location: Path, fault: str
+    ) -> None:
+        old = make_instance("faulty", state="waiting")
+        await store.save(old)
+        new = make_instance("faulty", state="running")
+        new.messages.append(Message(id="faulty-m2", user=[TextPart(text="more " * 2000)]))
+        with self._fault(location, fault):
+            with pytest.raises(StorageError) as caught:
+                await store.save(new)
+            assert caught.value.operation == "save"
+            assert caught.value.__cause__ is not None
+            loaded = await store.load("faulty")
+            assert loaded is not None
+            assert loaded.dumps() == old.dumps()
+            assert [(s.id, s.state) for s in await store.list()] == [("faulty", "waiting")]
+        await store.save(new)
+        again = await store.load("faulty")
+        assert again is not None
+        assert again.dumps() == new.dumps()
+
+    @pytest.mark.anyio
+    async def test_a_read_only_store_refuses_leases_and_deletes_and_keeps_the_instance(
+        self, store: InstanceStore, location: Path
+    ) -> None:
+        await store.save(make_instance("frozen", state="waiting"))
+        with self._fault(location, "read-only"):
+            with pytest.raises(StorageError) as caught:
+                await store.acquire("frozen")
+            assert caught.value.operation == "acquire"
+            with pytest.raises(StorageError) as caught:
+                await store.delete("frozen")
+            assert caught.value.operation == "delete"
+        loaded = await store.load("frozen")
+        assert loaded is not None
+        async with await store.acquire("frozen"):
+            pass
 
     # -- delete ---------------------------------------------------------------------------------------------------
 

@@ -1,0 +1,69 @@
+"""Disk faults for the file-based stores and sinks, injected where they meet the operating system.
+
+`disk_fault("full")` makes every write fail half way with `ENOSPC`, as a full disk does; `disk_fault("read-only")`
+makes every call that would change the disk fail with `EROFS`. Reads work as before. The fault reaches the modules
+that do onellm's file work (`onellm._files`, the lock file, the file store, the JSON-lines sink) through their `os`,
+so the rest of the process (pytest, anyio) is untouched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+from collections.abc import Iterator
+from typing import Any
+from unittest import mock
+
+MODULES = ("onellm._files", "onellm.instances._lock", "onellm.instances._file_store", "onellm.records._sinks")
+_CHANGING = ("mkdir", "replace", "rename", "unlink", "rmdir", "utime", "ftruncate", "link", "symlink")
+
+
+class FaultyOs:
+    """The `os` module, with the calls that change the disk failing as a full or read-only disk makes them fail."""
+
+    def __init__(self, fault: str) -> None:
+        if fault not in ("full", "read-only"):
+            raise ValueError(fault)
+        self.fault = fault
+        self.failures = 0
+
+    def __getattr__(self, name: str) -> Any:
+        real = getattr(os, name)
+        if self.fault == "read-only" and name in _CHANGING:
+            return self._failing(name)
+        return real
+
+    def _error(self, code: int) -> OSError:
+        self.failures += 1
+        return OSError(code, os.strerror(code))
+
+    def _failing(self, name: str) -> Any:
+        def fail(*args: Any, **kwargs: Any) -> Any:
+            raise self._error(errno.EROFS)
+
+        fail.__name__ = name
+        return fail
+
+    def open(self, path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
+        if self.fault == "read-only" and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC):
+            raise self._error(errno.EROFS)
+        return os.open(path, flags, mode, dir_fd=dir_fd)
+
+    def write(self, fd: int, data: Any) -> int:
+        if self.fault == "read-only":
+            raise self._error(errno.EROFS)
+        view = memoryview(data)
+        if len(view) > 1:
+            return os.write(fd, view[: len(view) // 2])  # the disk fills up half way through
+        raise self._error(errno.ENOSPC)
+
+
+@contextlib.contextmanager
+def disk_fault(fault: str) -> Iterator[FaultyOs]:
+    """Within the block, onellm's file work meets a full (`"full"`) or read-only (`"read-only"`) disk."""
+    faulty = FaultyOs(fault)
+    with contextlib.ExitStack() as stack:
+        for module in MODULES:
+            stack.enter_context(mock.patch(f"{module}.os", faulty))
+        yield faulty
