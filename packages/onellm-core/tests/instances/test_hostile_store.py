@@ -22,9 +22,8 @@ from onellm.errors import StorageError
 from onellm.instances import FileAssetStore, FileInstanceStore, Instance
 from onellm.instances._layout import header_end
 from onellm.messages import Message, TextPart
+from onellm.testing import disk_fault
 from onellm.testing.store_conformance import make_instance
-
-from .faults import disk_fault
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="links, pipes and devices as POSIX has them")
 

@@ -6,9 +6,8 @@ import contextlib
 from pathlib import Path
 
 from onellm.instances import FileInstanceStore, InstanceStore, MemoryInstanceStore
+from onellm.testing import disk_fault
 from onellm.testing.store_conformance import InstanceStoreConformance
-
-from .faults import disk_fault
 
 
 class TestFileInstanceStore(InstanceStoreConformance):

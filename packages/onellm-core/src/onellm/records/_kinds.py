@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
+import stat
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -13,7 +15,8 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from onellm.errors import BadDefinitionError
+from onellm._files import kind_of, storage_error
+from onellm.errors import BadDefinitionError, StorageError
 from onellm.messages import Message, Timestamp, ToolCall, Usage
 
 __all__ = [
@@ -362,11 +365,23 @@ def read_records(
 
     A line that is not JSON at all is what a crash leaves of an append cut short. By default it is reported (a warning
     on the `onellm.records` logger, naming the file and line) and skipped; `strict=True` raises instead. A JSON line
-    that is not an object, or whose known fields have the wrong type, always raises `BadDefinitionError`.
+    that is not an object, or whose known fields have the wrong type, always raises `BadDefinitionError`. A path
+    that cannot be read, or is not a regular file (a pipe, a device, a directory), raises `StorageError`.
     """
     if isinstance(source, str | Path):
         path = Path(source)
-        with path.open("rb") as handle:
+        flags = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+        try:
+            fd = os.open(path, flags)
+        except OSError as exc:
+            raise storage_error(exc, path, "read") from exc
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            raise StorageError(
+                f"cannot read {path}: it is {kind_of(mode)}, not a regular file", path=str(path), operation="read"
+            )
+        with os.fdopen(fd, "rb") as handle:
             yield from _records(handle, str(path), kind, strict)
     else:
         yield from _records(source, None, kind, strict)

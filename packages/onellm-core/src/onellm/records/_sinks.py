@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import logging
 import os
 import re
+import stat
+import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -16,7 +19,9 @@ from typing import Protocol, runtime_checkable
 
 import anyio
 
+from onellm._files import kind_of, pread, storage_error
 from onellm.clock import Clock
+from onellm.errors import StorageError
 from onellm.messages import Timestamp
 from onellm.records._kinds import Record, encode_record, read_records, total_cost
 
@@ -25,6 +30,15 @@ __all__ = ["EventRecordSink", "JsonlRecordSink", "RecordSink", "RecordSinkFailur
 _log = logging.getLogger("onellm.records")
 _INSTANCE_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 RUNTIME_FILE = "_runtime.jsonl"
+_APPEND_FLAGS = (
+    os.O_RDWR
+    | os.O_APPEND
+    | os.O_CREAT
+    | getattr(os, "O_BINARY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+)
 
 
 @runtime_checkable
@@ -43,8 +57,13 @@ def _now(clock: Clock | None) -> datetime | Timestamp:
 class JsonlRecordSink:
     """One JSON line per record, appended to `<directory>/<instanceId>.jsonl` (`_runtime.jsonl` without an instance).
 
-    Each record is one `write` of the whole line to a file opened for appending, so a crash leaves whole lines and at
-    most a torn last one, and several processes can append to one file. `fsync=True` also flushes every line to disk.
+    Each record is one `write` of the whole line to a file opened for appending, under an exclusive lock on the file
+    that writers of this sink share across processes. Before every append the sink looks at the file's last byte: a
+    file that does not end in a line end holds a torn line (another writer was killed half way, or a full disk cut a
+    write short), and the record then starts on a new line, so only the torn line is lost, never the next record. An
+    append that fails half way (`ENOSPC`, `EFBIG`) cuts its own partial line off again and raises `StorageError`.
+    The file must be a regular file (a symbolic link in its place is refused). `fsync=True` also flushes every line
+    to disk.
     """
 
     def __init__(self, directory: str | os.PathLike[str], *, clock: Clock | None = None, fsync: bool = False) -> None:
@@ -52,7 +71,6 @@ class JsonlRecordSink:
         self.clock = clock
         self.fsync = fsync
         self._made = False
-        self._checked: set[Path] = set()
 
     def path_for(self, instance_id: str | None) -> Path:
         """The file holding the records of `instance_id` (None: the runtime's own records)."""
@@ -74,37 +92,67 @@ class JsonlRecordSink:
             self.write_sync(record)
 
     def write_sync(self, record: Record) -> None:
-        """The blocking form of `write`, for code that is not async."""
+        """The blocking form of `write`, for code that is not async.
+
+        Raises:
+            StorageError: the line could not be appended (a full or read-only disk, a file size limit, a link or
+                something other than a regular file in place of the file); the file is left ending in a whole line.
+        """
         if record.time is None:
             record = record.stamped(_now(self.clock))
         path = self.path_for(record.instance_id)
         line = encode_record(record)
-        if not self._made:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            self._made = True
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o644)
         try:
-            if path not in self._checked:
-                # A crash may have cut the last append short; start on a fresh line so this record stays whole.
-                size = os.fstat(fd).st_size
-                if size:
-                    os.lseek(fd, size - 1, os.SEEK_SET)  # appends still go to the end (O_APPEND)
-                    if os.read(fd, 1) != b"\n":
-                        line = b"\n" + line
-                self._checked.add(path)
+            if not self._made:
+                self.directory.mkdir(parents=True, exist_ok=True)
+                self._made = True
+            fd = os.open(path, _APPEND_FLAGS, 0o644)
+        except OSError as exc:
+            raise storage_error(exc, path, "append") from exc
+        try:
+            self._append(fd, path, line)
+        finally:
+            os.close(fd)  # drops the lock
+
+    def _append(self, fd: int, path: Path, line: bytes) -> None:
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise StorageError(
+                    f"cannot append to {path}: it is {kind_of(info.st_mode)}, not a regular file",
+                    path=str(path),
+                    operation="append",
+                )
+            _lock(fd)
+            size = os.fstat(fd).st_size
+            if size and pread(fd, 1, size - 1) != b"\n":
+                # The last append was cut short (a writer killed half way, a full disk): start on a fresh line so
+                # this record stays whole. Checked on every append, since any writer may have torn it meanwhile.
+                line = b"\n" + line
+        except OSError as exc:
+            raise storage_error(exc, path, "append") from exc
+        done = 0
+        try:
             view = memoryview(line)
             while view:
                 written = os.write(fd, view)
+                done += written
                 view = view[written:]
             if self.fsync:
                 os.fsync(fd)
-        finally:
-            os.close(fd)
+        except OSError as exc:
+            if done < len(line):
+                _cut_back(fd, size, done)
+            raise storage_error(exc, path, "append") from exc
 
     def read(self, instance_id: str | None, *, kind: str | None = None) -> list[Record]:
-        """The records of one instance (optionally of one kind), in the order they were written."""
+        """The records of one instance (optionally of one kind), in the order they were written.
+
+        Raises:
+            StorageError: the file cannot be read or is not a regular file.
+        """
         path = self.path_for(instance_id)
-        if not path.exists():
+        if not os.path.lexists(path):
             return []
         return list(read_records(path, kind=kind))
 
@@ -119,6 +167,25 @@ class JsonlRecordSink:
         for entry in sorted(self.directory.glob("*.jsonl")):
             if entry.name != RUNTIME_FILE:
                 yield entry.stem
+
+
+def _cut_back(fd: int, size: int, done: int) -> None:
+    """Remove the part of a line a failed append wrote, when nobody appended after it."""
+    with contextlib.suppress(OSError):
+        if os.fstat(fd).st_size == size + done:
+            os.ftruncate(fd, size)
+
+
+if sys.platform == "win32":  # pragma: no cover - no advisory locks; the last-byte check alone keeps lines apart
+
+    def _lock(fd: int) -> None:
+        pass
+
+else:
+    import fcntl
+
+    def _lock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
 
 
 RecordHandler = Callable[[Record], "Awaitable[None] | None"]

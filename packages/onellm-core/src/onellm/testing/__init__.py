@@ -5,10 +5,13 @@
   apply.
 - `onellm.testing.store_conformance`: the behaviour every `InstanceStore` must have, as a pytest base class that a
   store's own test module subclasses (it needs pytest and anyio's pytest plugin, which the tests already use).
+- `onellm.testing.disk_fault("full" | "read-only")`: a context in which onellm's own file work (file stores, asset
+  stores, the JSON-lines sink) meets a full or read-only disk, for testing what your code does with `StorageError`.
 """
 
 from __future__ import annotations
 
+from onellm.testing._faults import disk_fault
 from onellm.testing._scripted import Pause, ScriptedProvider, ScriptedToolCall, ScriptStep
 
-__all__ = ["Pause", "ScriptStep", "ScriptedProvider", "ScriptedToolCall"]
+__all__ = ["Pause", "ScriptStep", "ScriptedProvider", "ScriptedToolCall", "disk_fault"]

@@ -1,9 +1,10 @@
-"""Disk faults for the file-based stores and sinks, injected where they meet the operating system.
+"""Disk faults for tests of code that saves instances or writes records through onellm's file stores and sinks.
 
 `disk_fault("full")` makes every write fail half way with `ENOSPC`, as a full disk does; `disk_fault("read-only")`
 makes every call that would change the disk fail with `EROFS`. Reads work as before. The fault reaches the modules
-that do onellm's file work (`onellm._files`, the lock file, the file store, the JSON-lines sink) through their `os`,
-so the rest of the process (pytest, anyio) is untouched.
+that do onellm's file work (`FileInstanceStore`, `FileAssetStore`, `Instance.save`, `JsonlRecordSink`) through their
+`os`, so the rest of the process (the test runner, the event loop) is untouched. Not thread-safe with other code
+patching the same modules.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from collections.abc import Iterator
 from typing import Any
 from unittest import mock
 
+__all__ = ["FaultyOs", "disk_fault"]
+
 MODULES = ("onellm._files", "onellm.instances._lock", "onellm.instances._file_store", "onellm.records._sinks")
 _CHANGING = ("mkdir", "replace", "rename", "unlink", "rmdir", "utime", "ftruncate", "link", "symlink")
 
@@ -24,9 +27,11 @@ class FaultyOs:
 
     def __init__(self, fault: str) -> None:
         if fault not in ("full", "read-only"):
-            raise ValueError(fault)
+            raise ValueError(f"a disk fault is 'full' or 'read-only', not {fault!r}")
         self.fault = fault
+        """`full` or `read-only`."""
         self.failures = 0
+        """How many calls failed so far."""
 
     def __getattr__(self, name: str) -> Any:
         real = getattr(os, name)
@@ -46,11 +51,13 @@ class FaultyOs:
         return fail
 
     def open(self, path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
+        """`os.open`, refused on a read-only disk when it would write or create."""
         if self.fault == "read-only" and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC):
             raise self._error(errno.EROFS)
         return os.open(path, flags, mode, dir_fd=dir_fd)
 
     def write(self, fd: int, data: Any) -> int:
+        """`os.write`: on a full disk, half the data is written and then there is no space left."""
         if self.fault == "read-only":
             raise self._error(errno.EROFS)
         view = memoryview(data)
@@ -61,7 +68,16 @@ class FaultyOs:
 
 @contextlib.contextmanager
 def disk_fault(fault: str) -> Iterator[FaultyOs]:
-    """Within the block, onellm's file work meets a full (`"full"`) or read-only (`"read-only"`) disk."""
+    """Within the block, onellm's file work meets a full (`"full"`) or read-only (`"read-only"`) disk.
+
+    ```python
+    with onellm.testing.disk_fault("full"):
+        with pytest.raises(onellm.StorageError):
+            await store.save(instance)
+    ```
+
+    The value bound by `as` counts the failures it caused (`failures`).
+    """
     faulty = FaultyOs(fault)
     with contextlib.ExitStack() as stack:
         for module in MODULES:
