@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import sys
+import threading
 import tracemalloc
 from pathlib import Path
 from typing import Any
@@ -83,7 +86,15 @@ GENERATED: list[tuple[str, str | bytes, tuple[int, int], str]] = [
     ("100,000-digit integer", "model: m\nmaxTokens: " + "9" * 100_000 + "\n", (2, 12), "number"),
     ("100,000-digit float", "model: m\ntemperature: 0." + "1" * 100_000 + "\n", (2, 14), "number"),
     ("flow nesting 100,000 deep", _deep_flow(100_000), (2, 108), "nested"),
-    ("block nesting 5,000 deep", _deep_block(5_000), (102, 101), "nested"),
+    ("block nesting 1,000 deep", _deep_block(1_000), (102, 101), "nested"),
+    # The round-trip loader costs about 0.1 ms and kilobytes per value: its work is bounded before it starts.
+    ("12 MB of long one-line keys", "".join(f"k{i:07d}{'x' * 1000}: v\n" for i in range(12_000)), (1, 1), "at most"),
+    (
+        "25,000 small values",
+        "model: m\ninputs:\n" + "".join(f"  k{i}: {i}\n" for i in range(25_000)),
+        (10000, 10),
+        "20,000",
+    ),
     (
         "one long string, many aliases",
         "model: m\nbig: &big '" + "x" * 1_000_000 + "'\ninputs: [" + ", ".join(["*big"] * 1000) + "]\n",
@@ -127,3 +138,34 @@ def test_a_reference_may_name_registered_tools_alone() -> None:
     definition = Definition.loads(text, file="clerk.yaml")
     assert [r.tools for r in definition.references] == [["get_docket", "task_complete"]]
     assert definition.dumps() == text
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="named pipes as POSIX has them")
+def test_a_definition_that_is_a_pipe_is_refused_without_blocking(tmp_path: Path) -> None:
+    path = tmp_path / "agent.yaml"
+    os.mkfifo(path)
+    failures: list[BaseException] = []
+
+    def load() -> None:
+        try:
+            Definition.load(path)
+        except BaseException as exc:
+            failures.append(exc)
+
+    reader = threading.Thread(target=load, daemon=True)
+    reader.start()
+    reader.join(10)
+    assert not reader.is_alive(), "the reader blocked on the pipe"
+    [failure] = failures
+    assert isinstance(failure, BadDefinitionError)
+    assert failure.file == str(path)
+    assert "named pipe" in str(failure)
+
+
+def test_a_definition_file_too_large_to_read_names_the_limit(tmp_path: Path) -> None:
+    path = tmp_path / "agent.yaml"
+    path.write_text("model: m\nsystemPrompt: " + "x" * 2_000_000 + "\n")
+    with pytest.raises(BadDefinitionError) as caught:
+        Definition.load(path)
+    assert caught.value.file == str(path)
+    assert "at most 2,000,000 characters" in str(caught.value)

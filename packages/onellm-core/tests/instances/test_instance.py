@@ -492,3 +492,18 @@ def test_memory_store_sync_forms() -> None:
     assert loaded is not inst
     assert store.load_sync("other") is None
     assert store.assets("mem").put(b"x").storage == "memory"
+
+
+def test_an_error_deep_in_a_large_file_of_another_layout_is_placed_without_the_round_trip_loader() -> None:
+    """A file in flow style is read whole by the general loader; an error in it is placed by walking the C parser's
+    events, however many values the file holds (the round-trip loader would refuse a file this large)."""
+    from onellm.yamlio import MAX_DOCUMENT_NODES
+
+    messages = ", ".join(f"{{id: m{i}, user: [{{text: hello {i}}}]}}" for i in range(MAX_DOCUMENT_NODES // 4))
+    text = f"instanceId: big\nmessages: [{messages}, {{id: bad, user: [{{text: 5}}]}}]\n"
+    with pytest.raises(BadDefinitionError) as caught:
+        Instance.loads(text, file="big.yaml")
+    err = caught.value
+    index = MAX_DOCUMENT_NODES // 4
+    assert err.path == f"messages[{index}].user[0].text"
+    assert (err.line, err.column) == (2, text.split("\n")[1].index("{text: 5") + len("{text: ") + 1)

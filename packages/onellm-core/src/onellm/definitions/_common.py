@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -13,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from onellm._describe import format_path, type_name
-from onellm.errors import BadDefinitionError
-from onellm.yamlio import YamlDocument, decode_text, dump_document, load_document
+from onellm._files import read_regular, write_atomic
+from onellm.errors import BadDefinitionError, StorageError
+from onellm.yamlio import MAX_DOCUMENT_CHARS, YamlDocument, decode_text, dump_document, load_document
 
 __all__ = ["DefinitionWarning", "Reader", "Step", "format_path", "layout", "read_source", "type_name", "write_text"]
 
@@ -164,36 +163,38 @@ def layout(out: dict[str, Any], keys: tuple[Any, ...] | None) -> dict[str, Any]:
 
 
 def read_source(source: str | os.PathLike[str], *, default_name: str) -> tuple[str, str, Path]:
-    """(text, file name for messages, path) of a definition file; a directory means `<dir>/<default_name>`."""
+    """(text, file name for messages, path) of a definition file; a directory means `<dir>/<default_name>`.
+
+    Only a regular file is read (a pipe or a device is refused before a byte is read), and only up to the size the
+    round-trip loader accepts (`onellm.yamlio.MAX_DOCUMENT_CHARS`).
+    """
     path = Path(source)
     if path.is_dir():
         path = path / default_name
+    limit = MAX_DOCUMENT_CHARS * 4  # UTF-8: up to four bytes a character; the text is measured again once decoded
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise BadDefinitionError("the file does not exist", file=str(path)) from None
-    except IsADirectoryError:
-        raise BadDefinitionError("expected a file, found a directory", file=str(path)) from None
-    except OSError as exc:
-        raise BadDefinitionError(f"the file cannot be read: {exc.strerror or exc}", file=str(path)) from None
+        raw = read_regular(path, max_bytes=limit, operation="read", follow_symlinks=True)
+    except StorageError as exc:
+        cause = exc.__cause__
+        if isinstance(cause, IsADirectoryError):
+            raise BadDefinitionError("expected a file, found a directory", file=str(path)) from None
+        detail = str(exc).split(": ", 1)[-1]
+        if "allowed" in detail:
+            detail = f"{detail}; a definition may be at most {MAX_DOCUMENT_CHARS:,} characters"
+        raise BadDefinitionError(f"the file cannot be read: {detail}", file=str(path)) from None
+    if raw is None:
+        raise BadDefinitionError("the file does not exist", file=str(path))
     return decode_text(raw, file=str(path)), str(path), path
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write `text` as UTF-8 bytes, exactly (no newline translation), replacing the file atomically."""
-    target = Path(path)
-    data = text.encode("utf-8")
-    fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
+    """Write `text` as UTF-8 bytes, exactly (no newline translation), replacing the file atomically.
+
+    Raises:
+        StorageError: the file cannot be written (a full or read-only disk, a missing directory); the old file is
+            untouched.
+    """
+    write_atomic(Path(path), text.encode("utf-8"), operation="save")
 
 
 class Persisted:

@@ -8,8 +8,8 @@ changed, and otherwise writes the canonical layout: header keys in the spec's or
 **Reading fast.** A file in the canonical layout is cut into header and message blocks by text (`_layout`), and each
 piece is read by the fast reader for onellm's own YAML shape (`onellm.yamlio.parse_entries`), or by the guarded C
 loader when it declines. Any other file (another key after the messages, flow style, carriage returns, ...) is read
-whole by the general loader, and a file with an error is read again by the round-trip loader, whose node positions
-give the error its line and column.
+whole by the general loader, and a file with an error is walked once more on the C parser's events to give the error
+its line and column.
 
 **Saving cheaply.** The instance remembers the text of every message it read or wrote, keyed by the message object.
 A save writes the header again (or reuses its text when it did not change) and reuses the text of every message it has
@@ -545,7 +545,7 @@ class Instance:
 
     @classmethod
     def _from_general(cls, text: str, file: str | None) -> Instance:
-        from onellm.yamlio import load_document, safe_load
+        from onellm.yamlio import locate, parse_path, safe_load
 
         data = safe_load(text, file=file)
         if not isinstance(data, dict):
@@ -556,7 +556,7 @@ class Instance:
         except BadDefinitionError as exc:
             if exc.line is not None or not exc.path:
                 raise
-            line, column = load_document(text, file=file).position(exc.path)
+            line, column = locate(text, parse_path(exc.path))
             raise BadDefinitionError(exc.detail, file=file, line=line, column=column, path=exc.path) from None
         inst._source = _Source(text=text, header=inst._header_data(), messages=tuple(inst.messages))
         return inst

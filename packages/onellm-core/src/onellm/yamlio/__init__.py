@@ -11,12 +11,23 @@
   general parser, raising `NotCanonical` for anything outside it.
 
 Both loaders refuse hostile input (alias bombs, deep nesting, duplicate keys, unknown tags such as `!!python/object`,
-invalid UTF-8, numbers with thousands of digits) with a `BadDefinitionError` carrying file, line and column.
+invalid UTF-8, numbers with thousands of digits, implicit keys longer than 1,024 characters) with a
+`BadDefinitionError` carrying file, line and column. The round-trip loader also bounds its own work: at most
+`MAX_DOCUMENT_CHARS` characters and `MAX_DOCUMENT_NODES` values, checked on the C parser before it starts.
+`locate(text, path)` finds a node's line and column on the C parser, for files too large to read in round-trip mode.
 """
 
 from __future__ import annotations
 
-from onellm.yamlio._document import PathLike, YamlDocument, load_document, parse_path, to_plain
+from onellm.yamlio._document import (
+    MAX_DOCUMENT_CHARS,
+    MAX_DOCUMENT_NODES,
+    PathLike,
+    YamlDocument,
+    load_document,
+    parse_path,
+    to_plain,
+)
 from onellm.yamlio._emit import (
     decimal_text,
     dump_block,
@@ -28,11 +39,13 @@ from onellm.yamlio._emit import (
 )
 from onellm.yamlio._fast import NotCanonical, parse_block, parse_entries, parse_mapping
 from onellm.yamlio._guard import MAX_ALIAS_WEIGHT, MAX_DEPTH, MAX_NUMBER_CHARS
-from onellm.yamlio._load import decode_text, position_of_offset, safe_load, safe_load_all
+from onellm.yamlio._load import decode_text, locate, position_of_offset, safe_load, safe_load_all
 
 __all__ = [
     "MAX_ALIAS_WEIGHT",
     "MAX_DEPTH",
+    "MAX_DOCUMENT_CHARS",
+    "MAX_DOCUMENT_NODES",
     "MAX_NUMBER_CHARS",
     "NotCanonical",
     "PathLike",
@@ -45,6 +58,7 @@ __all__ = [
     "emit_block",
     "emit_mapping",
     "load_document",
+    "locate",
     "parse_block",
     "parse_entries",
     "parse_mapping",

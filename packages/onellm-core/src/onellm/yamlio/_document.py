@@ -23,7 +23,15 @@ from onellm.yamlio._emit import decimal_text, dump_document, literal_ok, plain, 
 from onellm.yamlio._guard import event_guard, parse_float, parse_int, walk_events
 from onellm.yamlio._load import c_events, convert_error, decode_text, safe_load
 
-__all__ = ["PathLike", "YamlDocument", "load_document", "parse_path", "to_plain"]
+__all__ = [
+    "MAX_DOCUMENT_CHARS",
+    "MAX_DOCUMENT_NODES",
+    "PathLike",
+    "YamlDocument",
+    "load_document",
+    "parse_path",
+    "to_plain",
+]
 
 PathLike = str | Sequence[str | int]
 
@@ -156,7 +164,7 @@ def _types() -> tuple[Any, Any, Any, Any]:
     return _TYPES
 
 
-def _round_trip_loader(file: str | None) -> Any:
+def _round_trip_loader(file: str | None, max_nodes: int) -> Any:
     from ruamel.yaml import YAML
 
     constructor, _, parser, _ = _types()
@@ -164,7 +172,7 @@ def _round_trip_loader(file: str | None) -> Any:
     loader.Constructor = constructor
     loader.Parser = parser
     loader.preserve_quotes = True
-    loader._onellm_guard = event_guard(file=file, build=False)  # type: ignore[attr-defined]
+    loader._onellm_guard = event_guard(file=file, build=False, max_nodes=max_nodes)  # type: ignore[attr-defined]
     return loader
 
 
@@ -418,15 +426,35 @@ def _new_key(key: Any) -> Any:
     return _NewKey(key) if type(key) is str else key
 
 
-def load_document(text: str | bytes, *, file: str | None = None) -> YamlDocument:
+MAX_DOCUMENT_CHARS = 2_000_000
+"""The longest text `load_document` reads: round-trip loading costs about a second per megabyte of long lines."""
+MAX_DOCUMENT_NODES = 20_000
+"""The most values (scalars, mappings, lists, aliases) `load_document` reads: round-trip loading costs about 0.1 ms
+and several kilobytes per value, so 20,000 is about two seconds and 100 MB at most."""
+
+
+def load_document(
+    text: str | bytes,
+    *,
+    file: str | None = None,
+    max_chars: int = MAX_DOCUMENT_CHARS,
+    max_nodes: int = MAX_DOCUMENT_NODES,
+) -> YamlDocument:
     """Read a person's YAML file in round-trip mode, after the hostile-input checks.
 
-    Failures are `BadDefinitionError` with the file and the 1-based line and column.
+    The round-trip loader is slow (pure Python, a node object with positions and comments for every value), so its
+    work is bounded before it starts: the text may be at most `max_chars` characters long and hold at most
+    `max_nodes` values, both checked by the fast C parser first. Failures are `BadDefinitionError` with the file and
+    the 1-based line and column; an over-long file names the limit it broke.
     """
+    if len(text) > max_chars * (4 if isinstance(text, bytes | bytearray | memoryview) else 1):
+        raise _too_long(len(text), max_chars, file, "bytes" if not isinstance(text, str) else "characters")
     text = decode_text(text, file=file)
+    if len(text) > max_chars:
+        raise _too_long(len(text), max_chars, file, "characters")
     try:
-        _precheck(text, file)
-        data = _round_trip_loader(file).load(text)
+        _precheck(text, file, max_nodes)
+        data = _round_trip_loader(file, max_nodes).load(text)
     except BadDefinitionError:
         raise
     except Exception as exc:
@@ -434,10 +462,20 @@ def load_document(text: str | bytes, *, file: str | None = None) -> YamlDocument
     return YamlDocument(text, data, file=file)
 
 
-def _precheck(text: str, file: str | None) -> None:
+def _too_long(size: int, limit: int, file: str | None, unit: str) -> BadDefinitionError:
+    return BadDefinitionError(
+        f"the file is {size:,} {unit} long; a definition may be at most {limit:,} characters",
+        file=file,
+        line=1,
+        column=1,
+    )
+
+
+def _precheck(text: str, file: str | None, max_nodes: int) -> None:
     """Run the guards on libyaml's events first: hostile input fails there in a fraction of the pure parser's time.
 
-    Where libyaml cannot parse the text at all, the pure parser's verdict (which follows) is the one that counts.
+    Where libyaml cannot parse the text at all, the pure parser's verdict (which follows, with the same guards event
+    by event) is the one that counts.
     """
     from ruamel.yaml.error import YAMLError
 
@@ -445,6 +483,6 @@ def _precheck(text: str, file: str | None) -> None:
     if events is None:  # pragma: no cover - the C extension is a dependency
         return
     try:
-        walk_events(events, file=file, build=False)
+        walk_events(events, file=file, build=False, max_nodes=max_nodes)
     except YAMLError:
         return

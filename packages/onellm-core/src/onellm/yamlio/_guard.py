@@ -11,7 +11,9 @@ fails cleanly. On the way it enforces:
 - tags: only the core tags (`!!str`, `!!int`, `!!float`, `!!bool`, `!!null`, `!!map`, `!!seq`) and the non-specific
   `!`; anything else (`!!python/object`, `!custom`, `!!binary`, `!!timestamp`, ...) is refused;
 - numbers: a plain scalar that reads as a number may have at most `MAX_NUMBER_CHARS` characters;
-- keys must be scalars; one document per file.
+- keys must be scalars; one document per file;
+- when asked (`max_nodes`), the number of nodes (scalars, mappings, lists, aliases), which bounds the work of the
+  round-trip loader that follows.
 
 When asked to build, it also produces plain values (str, bool, int, Decimal, None, list, dict) with duplicate keys
 refused, following YAML 1.2's core schema as ruamel.yaml reads it (so the fast path and the round-trip path agree):
@@ -67,6 +69,7 @@ _INT_RE = re.compile(r"[-+]?0b[0-1_]+|[-+]?0o?[0-7_]+|[-+]?[0-9_]+|[-+]?0x[0-9a-
 _NUMBER_START = frozenset("-+0123456789.")
 
 _MERGE = object()  # the `<<` key
+_NODE_EVENTS = frozenset({"ScalarEvent", "MappingStartEvent", "SequenceStartEvent", "AliasEvent"})
 _RESOLVE_FIRST = frozenset("~nNtTfF<-+0123456789.")
 
 
@@ -211,23 +214,27 @@ class _Frame:
         self.merged: list[dict[Any, Any]] | None = None
 
 
-def walk_events(events: Iterable[Any], *, file: str | None, build: bool, multi: bool = False) -> Any:
+def walk_events(
+    events: Iterable[Any], *, file: str | None, build: bool, multi: bool = False, max_nodes: int | None = None
+) -> Any:
     """Consume a parser's events, enforce the limits, and (when `build`) return the document as plain values.
 
     Parser errors from ruamel.yaml propagate unchanged; `convert_error` turns them into `BadDefinitionError`.
     """
-    send = event_guard(file=file, build=build, multi=multi)
+    send = event_guard(file=file, build=build, multi=multi, max_nodes=max_nodes)
     for event in events:
         send(event)
     return send(None)
 
 
-def event_guard(*, file: str | None, build: bool, multi: bool = False) -> Callable[[Any], Any]:
+def event_guard(
+    *, file: str | None, build: bool, multi: bool = False, max_nodes: int | None = None
+) -> Callable[[Any], Any]:
     """A push-style guard: call it with each event as the parser makes it, then with None for the document.
 
     Each call raises `BadDefinitionError` as soon as an event breaks a limit, before anything is built from it.
     """
-    guard = _guard(file, build, multi)
+    guard = _guard(file, build, multi, max_nodes)
     next(guard)
 
     def send(event: Any) -> Any:
@@ -239,7 +246,8 @@ def event_guard(*, file: str | None, build: bool, multi: bool = False) -> Callab
     return send
 
 
-def _guard(file: str | None, build: bool, multi: bool) -> Generator[None, Any, Any]:
+def _guard(file: str | None, build: bool, multi: bool, max_nodes: int | None) -> Generator[None, Any, Any]:
+    nodes = 0
     stack: list[_Frame] = []
     anchors: dict[str, tuple[Any, int, bool]] = {}
     open_anchors: set[str] = set()
@@ -295,6 +303,15 @@ def _guard(file: str | None, build: bool, multi: bool) -> Generator[None, Any, A
         if event is None:
             return roots if multi else root
         name = type(event).__name__
+        if max_nodes is not None and name in _NODE_EVENTS:
+            nodes += 1
+            if nodes > max_nodes:
+                raise error_at(
+                    f"the file holds more than {max_nodes:,} values (mapping entries, list items, scalars); "
+                    f"a definition may hold at most {max_nodes:,}",
+                    file,
+                    event.start_mark,
+                )
         if name == "ScalarEvent":
             raw: str = event.value
             if event.tag is None and (event.style is None or event.style == ""):
