@@ -7,6 +7,7 @@ import re
 import sys
 import threading
 import tracemalloc
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,62 @@ def test_lenient_loading_warns_at_the_same_position(name: str) -> None:
     definition.name = "renamed"
     again = Definition.loads(definition.dumps(), strict=False)
     assert again.to_data() == definition.to_data()
+
+
+# Values the seeds accept in lenient loading: out of range, or a name this version does not know. Lenient loading
+# keeps the value as written and warns; strict loading refuses (`test_fails_at_the_expected_position`).
+LENIENT_KEEPS = {
+    "max-tokens-zero.yaml": ("max_tokens", 0),
+    "temperature-negative.yaml": ("temperature", Decimal("-0.5")),
+    "invocation-mode-invalid.yaml": ("invocation_mode", "batch"),
+    "context-strategy-unknown.yaml": ("context_strategy", "summarize"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LENIENT_KEEPS))
+def test_lenient_loading_keeps_a_value_the_seeds_accept_and_warns_where_it_is(name: str) -> None:
+    path = FORMATS / "malformed" / name
+    line, column, words = _expectation(path)
+    definition = Definition.load(path, strict=False)
+    [warning] = definition.warnings
+    assert (warning.file, warning.line, warning.column) == (str(path), line, column)
+    assert words.lower() in warning.message.lower()
+    attribute, expected = LENIENT_KEEPS[name]
+    value = getattr(definition, attribute)
+    if attribute == "context_strategy":
+        value = value.type
+    assert value == expected
+    assert definition.dumps() == path.read_text()
+    definition.name = "renamed"
+    again = Definition.loads(definition.dumps(), strict=False)
+    assert again.to_data() == definition.to_data()
+    assert len(again.warnings) == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "maxIterations: 0\n",
+        "thinking: {budget: -1}\n",
+        "contextStrategy: {type: compact, triggerPercent: 150}\n",
+        "contextStrategy: {type: compact, triggerTokens: 0, keepLast: -2}\n",
+        "contextStrategy: summarizeEverything\n",
+    ],
+)
+def test_every_range_and_name_check_of_an_agent_is_lenient_on_request(text: str) -> None:
+    with pytest.raises(BadDefinitionError):
+        Definition.loads(text, file="a.yaml")
+    lenient = Definition.loads(text, file="a.yaml", strict=False)
+    assert lenient.warnings
+    assert all(w.file == "a.yaml" and w.line == 1 for w in lenient.warnings)
+    assert lenient.dumps() == text
+
+
+def test_lenient_loading_still_refuses_a_value_of_the_wrong_type() -> None:
+    with pytest.raises(BadDefinitionError, match="expected a whole number"):
+        Definition.loads("maxTokens: lots\n", strict=False)
+    with pytest.raises(BadDefinitionError, match="expected a string"):
+        Definition.loads("invocationMode: [a]\n", strict=False)
 
 
 def _deep_flow(depth: int) -> str:

@@ -59,7 +59,7 @@ class Thinking:
             if key == "effort":
                 obj.effort = r.string(v, [*path, key])
             elif key == "budget":
-                obj.budget = r.integer(v, [*path, key], low=0)
+                obj.budget = r.integer(v, [*path, key], low=0, soft=True)
             else:
                 obj.extra[key] = v
         obj._keys = tuple(d)
@@ -190,7 +190,7 @@ class ContextStrategy:
     @classmethod
     def read(cls, r: Reader, value: Any, path: Sequence[Step]) -> ContextStrategy:
         if isinstance(value, str):
-            r.one_of(value, path, CONTEXT_STRATEGIES)
+            r.one_of(value, path, CONTEXT_STRATEGIES, soft=True)
             obj = cls(type=value)
             obj._short = True
             return obj
@@ -199,13 +199,13 @@ class ContextStrategy:
         for key, v in d.items():
             p = [*path, key]
             if key == "type":
-                obj.type = r.one_of(v, p, CONTEXT_STRATEGIES)
+                obj.type = r.one_of(v, p, CONTEXT_STRATEGIES, soft=True)
             elif key == "triggerTokens":
-                obj.trigger_tokens = r.integer(v, p, low=1)
+                obj.trigger_tokens = r.integer(v, p, low=1, soft=True)
             elif key == "triggerPercent":
-                obj.trigger_percent = r.number(v, p, low=1, high=100)
+                obj.trigger_percent = r.number(v, p, low=1, high=100, soft=True)
             elif key == "keepLast":
-                obj.keep_last = r.integer(v, p, low=0)
+                obj.keep_last = r.integer(v, p, low=0, soft=True)
             else:
                 obj.extra[key] = v
         if obj.type is None:
@@ -320,8 +320,11 @@ class Definition(Persisted):
     ) -> Definition:
         """Read an agent definition (`agent.yaml`, a directory holding one, or any `.yaml`) or a `.flow` file.
 
-        `strict` (the default) fails on a refused reference, an invalid `missingKey` or a hook without a `file`;
-        lenient loading leaves those out and records each in `warnings`. `check_reference` is how the runtime says
+        `strict` (the default) fails on a refused reference, an invalid `missingKey`, a hook without a `file`, an
+        unknown hook point, a value out of its range (`maxTokens: 0`) and an `invocationMode` or context strategy this
+        version does not know. Lenient loading records each in `warnings` with its position: it leaves the first three
+        out of what the runtime uses (they stay in the file) and keeps the others as written. A value of the wrong
+        type fails in both modes. `check_reference` is how the runtime says
         which references its grants allow; without it references are not checked here.
 
         Raises:
@@ -395,12 +398,13 @@ class Definition(Persisted):
                 setattr(obj, attr, r.string(value, p))
             elif key == "thinking":
                 obj.thinking = None if value is None else Thinking.read(r, value, p)
+            # Ranges and names the seeds accept in lenient loading: kept, with a warning (strict loading refuses).
             elif key == "temperature":
-                obj.temperature = r.number(value, p, low=0)
+                obj.temperature = r.number(value, p, low=0, soft=True)
             elif key == "maxIterations":
-                obj.max_iterations = r.integer(value, p, low=1)
+                obj.max_iterations = r.integer(value, p, low=1, soft=True)
             elif key == "maxTokens":
-                obj.max_tokens = r.integer(value, p, low=1)
+                obj.max_tokens = r.integer(value, p, low=1, soft=True)
             elif key == "references":
                 obj._read_references(r, value, check_reference)
             elif key == "initialPrompts":
@@ -410,7 +414,7 @@ class Definition(Persisted):
             elif key == "headers":
                 obj.headers = None if value is None else _read_headers(r, value)
             elif key == "invocationMode":
-                obj.invocation_mode = r.one_of(value, p, INVOCATION_MODES)
+                obj.invocation_mode = r.one_of(value, p, INVOCATION_MODES, soft=True)
             elif key == "llmTurnLogs":
                 obj.llm_turn_logs = r.boolean(value, p)
             elif key == "missingKey":

@@ -67,6 +67,13 @@ class Reader:
             raise self.error(message, path)
         self.warn(message, path)
 
+    def tolerate(self, message: str, path: Sequence[Step]) -> None:
+        """A value the seeds accept in lenient loading (out of range, a name this version does not know). Strict:
+        fail. Lenient: record a warning; the caller keeps the value as written."""
+        if self.strict:
+            raise self.error(message, path)
+        self.warn(f"{message}; kept as written (strict loading refuses it)", path)
+
     def located(self, exc: BadDefinitionError) -> BadDefinitionError:
         """An error from a nested reader (the message model), whose path starts at the document root, positioned."""
         from onellm.yamlio import parse_path
@@ -96,18 +103,33 @@ class Reader:
         raise self.error(f"expected true or false, found {type_name(value)}", path)
 
     def integer(
-        self, value: Any, path: Sequence[Step], *, low: int | None = None, high: int | None = None
+        self,
+        value: Any,
+        path: Sequence[Step],
+        *,
+        low: int | None = None,
+        high: int | None = None,
+        soft: bool = False,
     ) -> int | None:
+        """A whole number (or None) within `low`..`high`. With `soft`, a number out of range is only a warning in
+        lenient loading; a value of another type always fails."""
         if value is None:
             return None
         if type(value) is not int:
             raise self.error(f"expected a whole number, found {type_name(value)}", path)
-        self._range(value, path, low, high)
+        self._range(value, path, low, high, soft)
         return value
 
     def number(
-        self, value: Any, path: Sequence[Step], *, low: int | None = None, high: int | None = None
+        self,
+        value: Any,
+        path: Sequence[Step],
+        *,
+        low: int | None = None,
+        high: int | None = None,
+        soft: bool = False,
     ) -> int | Decimal | None:
+        """A number (or None) within `low`..`high`; `soft` as for `integer`."""
         if value is None:
             return None
         if type(value) is int:
@@ -120,21 +142,30 @@ class Reader:
             number = Decimal(repr(value))
         else:
             raise self.error(f"expected a number, found {type_name(value)}", path)
-        self._range(number, path, low, high)
+        self._range(number, path, low, high, soft)
         return number
 
-    def _range(self, value: int | Decimal, path: Sequence[Step], low: int | None, high: int | None) -> None:
+    def _range(self, value: int | Decimal, path: Sequence[Step], low: int | None, high: int | None, soft: bool) -> None:
         if (low is not None and value < low) or (high is not None and value > high):
             if low is not None and high is not None:
-                raise self.error(f"must be between {low} and {high}, found {value}", path)
-            if low is not None:
-                raise self.error(f"must be at least {low}, found {value}", path)
-            raise self.error(f"must be at most {high}, found {value}", path)
+                message = f"must be between {low} and {high}, found {value}"
+            elif low is not None:
+                message = f"must be at least {low}, found {value}"
+            else:
+                message = f"must be at most {high}, found {value}"
+            if soft:
+                self.tolerate(message, path)
+            else:
+                raise self.error(message, path)
 
-    def one_of(self, value: Any, path: Sequence[Step], allowed: Sequence[str]) -> str | None:
+    def one_of(self, value: Any, path: Sequence[Step], allowed: Sequence[str], *, soft: bool = False) -> str | None:
+        """A string (or None) among `allowed`. With `soft`, another string is only a warning in lenient loading."""
         text = self.string(value, path)
         if text is not None and text not in allowed:
-            raise self.error(f"must be one of {', '.join(allowed)}; found {text!r}", path)
+            message = f"must be one of {', '.join(allowed)}; found {text!r}"
+            if not soft:
+                raise self.error(message, path)
+            self.tolerate(message, path)
         return text
 
     def strings(self, value: Any, path: Sequence[Step]) -> list[str] | None:
