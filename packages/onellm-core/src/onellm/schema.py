@@ -481,7 +481,7 @@ _SET_ORIGINS: Final = {set, frozenset, collections.abc.Set, collections.abc.Muta
 _DICT_ORIGINS: Final = {dict, collections.abc.Mapping, collections.abc.MutableMapping}
 
 
-def _type_name(tp: Any) -> str:
+def _annotation_name(tp: Any) -> str:
     if isinstance(tp, type) and get_origin(tp) is None:
         return tp.__qualname__
     return repr(tp).replace("typing.", "")
@@ -507,7 +507,7 @@ class _Compiler:
             members = [a for a in get_args(core) if a is not type(None)]
             nullable = nullable or len(members) != len(get_args(core))
             if len(members) != 1:
-                shown = " | ".join(_type_name(a) for a in get_args(core))
+                shown = " | ".join(_annotation_name(a) for a in get_args(core))
                 raise TypeError(
                     f"{where}: the union {shown} has no schema; only `T | None` is supported "
                     "(use a Literal or an Enum for a choice of values)"
@@ -588,22 +588,22 @@ class _Compiler:
         if origin is tuple:
             return self._tuple(tp, args, c, where)
         if origin in _LIST_ORIGINS or tp is list:
-            self._only(c, where, _type_name(tp), length=True)
+            self._only(c, where, _annotation_name(tp), length=True)
             item = self.compile(args[0] if args else Any, f"{where} (items)")
             return self._array(item, c, tuple_out=False)
         if origin in _SET_ORIGINS or tp in (set, frozenset):
-            self._only(c, where, _type_name(tp), length=True)
+            self._only(c, where, _annotation_name(tp), length=True)
             item = self.compile(args[0] if args else Any, f"{where} (items)")
             if not item.hashable:
                 raise TypeError(
-                    f"{where}: the items of {_type_name(tp)} must be hashable values, not {_type_name(args[0])}"
+                    f"{where}: the items of {_annotation_name(tp)} must be hashable values, not {_annotation_name(args[0])}"
                 )
             return self._set(item, c, frozen=origin is frozenset or tp is frozenset)
         if origin in _DICT_ORIGINS or tp is dict:
-            self._no_constraints(c, where, _type_name(tp))
+            self._no_constraints(c, where, _annotation_name(tp))
             key, value = args if args else (str, Any)
             if key is not str:
-                raise TypeError(f"{where}: a dict key must be str, not {_type_name(key)}")
+                raise TypeError(f"{where}: a dict key must be str, not {_annotation_name(key)}")
             return self._dict(self.compile(value, f"{where} (values)"))
         if isinstance(tp, type) and (
             dataclasses.is_dataclass(tp)
@@ -618,7 +618,7 @@ class _Compiler:
         if isinstance(tp, str | typing.ForwardRef):
             raise TypeError(f"{where}: the annotation {tp!r} could not be resolved to a type")
         raise TypeError(
-            f"{where}: {_type_name(tp)} has no schema. Supported: bool, int, float, Decimal, str, Path, bytes, datetime, "
+            f"{where}: {_annotation_name(tp)} has no schema. Supported: bool, int, float, Decimal, str, Path, bytes, datetime, "
             "date, time, timedelta, UUID, Enum, Literal, list, tuple, set, frozenset, dict[str, T], dataclasses, "
             "TypedDict, msgspec.Struct, pydantic models, T | None and Annotated constraints"
         )
@@ -698,7 +698,7 @@ class _Compiler:
         return JsonType({"type": kind, "enum": allowed}, convert)
 
     def _tuple(self, tp: Any, args: tuple[Any, ...], c: _Constraints, where: str) -> JsonType:
-        self._only(c, where, _type_name(tp), length=True)
+        self._only(c, where, _annotation_name(tp), length=True)
         if not args:
             return self._array(self.compile(Any, where), c, tuple_out=True)
         if len(args) == 2 and args[1] is Ellipsis:
@@ -707,7 +707,7 @@ class _Compiler:
             raise TypeError(f"{where}: the empty tuple has no schema")
         if any(a != args[0] for a in args[1:]):
             raise TypeError(
-                f"{where}: {_type_name(tp)} mixes item types; a schema array has one item type "
+                f"{where}: {_annotation_name(tp)} mixes item types; a schema array has one item type "
                 "(use a dataclass or Struct for a record)"
             )
         if c.min_length is not None or c.max_length is not None:
@@ -938,10 +938,10 @@ def compile_type(tp: Any, *, where: str | None = None) -> JsonType:
     try:
         hit = _CACHE.get(tp)
     except TypeError:  # an unhashable annotation (some metadata objects are)
-        return _Compiler().compile(tp, where or _type_name(tp))
+        return _Compiler().compile(tp, where or _annotation_name(tp))
     if hit is not None:
         return hit
-    node = _Compiler().compile(tp, where or _type_name(tp))
+    node = _Compiler().compile(tp, where or _annotation_name(tp))
     if len(_CACHE) >= _CACHE_SIZE:
         _CACHE.pop(next(iter(_CACHE)), None)
     _CACHE[tp] = node
