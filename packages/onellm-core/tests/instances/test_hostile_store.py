@@ -372,3 +372,11 @@ def test_a_file_size_limit_fails_a_save_typed_and_keeps_the_old_file(tmp_path: P
 
 def test_stale_time_is_a_module_setting() -> None:
     assert onellm._files.STALE_SECONDS > 0
+
+
+@pytest.mark.anyio
+async def test_a_messages_line_inside_a_quoted_header_value_does_not_cut_the_header(tmp_path: Path) -> None:
+    text = 'instanceId: odd\nsystemPrompt: "first\nmessages: not a key\n  still the prompt"\nstate: waiting\n'
+    (tmp_path / "odd.yaml").write_text(text + "messages:\n- id: a\n" + "  note: x\n" * 20_000)
+    (summary,) = await FileInstanceStore(tmp_path).list()
+    assert (summary.id, summary.state) == ("odd", "waiting")

@@ -255,7 +255,16 @@ class FileInstanceStore:
             mtime_ns = info.st_mtime_ns
             if since_ns is not None and mtime_ns < since_ns:
                 return None
-            header = read_header(self._head(fd, info.st_size, path), file=str(path))
+            head = self._head(fd, info.st_size, path)
+            try:
+                header = read_header(head, file=str(path))
+            except BadDefinitionError:
+                if len(head) == info.st_size:
+                    raise
+                # The cut at the `messages:` line fell inside something (a quoted string spanning lines, say): only
+                # the whole file says what the header is.
+                whole = read_fd(fd, max_bytes=self._max_bytes, operation="list", shown=path)
+                header = read_header(whole, file=str(path))
         except OSError as exc:
             raise storage_error(exc, path, "list") from exc
         finally:
