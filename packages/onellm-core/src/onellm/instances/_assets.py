@@ -15,7 +15,7 @@ import stat
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from onellm._files import clean_stale_temps, open_directory, read_regular, storage_error, write_atomic
+from onellm._files import clean_stale_temps, kind_of, open_directory, read_regular, storage_error, write_atomic
 from onellm.errors import StorageError
 from onellm.messages import AssetPart
 
@@ -97,7 +97,7 @@ class FileAssetStore:
         self._max_bytes = max_file_bytes
         self._cleaned = False
 
-    def _open(self, operation: str, *, create: bool = False) -> int | None:
+    def _open(self, operation: str, *, create: bool = False) -> _Directory | None:
         """The directory, opened without following a link; None when it does not exist (and `create` is false)."""
         if create:
             try:
@@ -105,15 +105,19 @@ class FileAssetStore:
             except OSError as exc:
                 raise storage_error(exc, self.directory.parent, operation) from exc
         try:
-            fd = open_directory(self.directory, operation=operation, create=create)
+            if _BY_DESCRIPTOR:
+                opened = _Directory(self.directory, open_directory(self.directory, operation=operation, create=create))
+            else:  # pragma: no cover - Windows: names are checked by path instead
+                opened = _Directory(self.directory, None)
+                opened.check(operation, create=create)
         except StorageError as exc:
             if isinstance(exc.__cause__, FileNotFoundError) and not create:
                 return None
             raise
         if not self._cleaned:
             self._cleaned = True
-            clean_stale_temps(self.directory, dir_fd=fd)
-        return fd
+            clean_stale_temps(self.directory, dir_fd=opened.fd)
+        return opened
 
     def put(self, data: bytes, *, content_type: str | None = None, name: str | None = None) -> AssetPart:
         """Store `data` (once: the same bytes are kept in one file); return the part that refers to it.
@@ -123,22 +127,24 @@ class FileAssetStore:
         """
         data = bytes(data)
         digest, part = _part(self.storage, data, content_type, name)
-        fd = self._open("put", create=True)
-        assert fd is not None
+        opened = self._open("put", create=True)
+        assert opened is not None
         try:
-            if not self._holds(fd, digest):
+            if not self._holds(opened, digest):
+                name, fd = opened.at(digest)
                 write_atomic(
-                    digest, data, durable=self._durable, dir_fd=fd, operation="put", shown=self.directory / digest
+                    name, data, durable=self._durable, dir_fd=fd, operation="put", shown=self.directory / digest
                 )
         finally:
-            os.close(fd)
+            opened.close()
         return part
 
-    def _holds(self, fd: int, digest: str) -> bool:
+    def _holds(self, opened: _Directory, digest: str) -> bool:
         """True when the file for `digest` is there and still hashes to it."""
+        name, fd = opened.at(digest)
         try:
             found = read_regular(
-                digest, max_bytes=self._max_bytes, operation="put", dir_fd=fd, shown=self.directory / digest
+                name, max_bytes=self._max_bytes, operation="put", dir_fd=fd, shown=self.directory / digest
             )
         except StorageError:
             return False  # not a regular file or not readable: replaced by the write
@@ -152,14 +158,15 @@ class FileAssetStore:
             StorageError: the file is not a regular file, cannot be read, or no longer hashes to its name.
         """
         _check_key(key)
-        fd = self._open("get")
-        if fd is None:
+        opened = self._open("get")
+        if opened is None:
             raise KeyError(f"no asset {key!r} in {self.directory}")
+        shown = self.directory / key
+        name, fd = opened.at(key)
         try:
-            shown = self.directory / key
-            data = read_regular(key, max_bytes=self._max_bytes, operation="get", dir_fd=fd, shown=shown)
+            data = read_regular(name, max_bytes=self._max_bytes, operation="get", dir_fd=fd, shown=shown)
         finally:
-            os.close(fd)
+            opened.close()
         if data is None:
             raise KeyError(f"no asset {key!r} in {self.directory}")
         if hashlib.sha256(data).hexdigest() != key:
@@ -176,17 +183,18 @@ class FileAssetStore:
         if _KEY.fullmatch(key) is None:
             return False
         try:
-            fd = self._open("get")
+            opened = self._open("get")
         except StorageError:
             return False
-        if fd is None:
+        if opened is None:
             return False
+        name, fd = opened.at(key)
         try:
-            info = os.stat(key, dir_fd=fd, follow_symlinks=False)
+            info = os.stat(name, dir_fd=fd, follow_symlinks=False)
         except OSError:
             return False
         finally:
-            os.close(fd)
+            opened.close()
         return stat.S_ISREG(info.st_mode)
 
     def delete(self, key: str) -> bool:
@@ -196,17 +204,18 @@ class FileAssetStore:
             StorageError: it cannot be removed.
         """
         _check_key(key)
-        fd = self._open("delete")
-        if fd is None:
+        opened = self._open("delete")
+        if opened is None:
             return False
+        name, fd = opened.at(key)
         try:
-            os.unlink(key, dir_fd=fd)
+            os.unlink(name, dir_fd=fd)
         except FileNotFoundError:
             return False
         except OSError as exc:
             raise storage_error(exc, self.directory / key, "delete") from exc
         finally:
-            os.close(fd)
+            opened.close()
         return True
 
     def clear(self) -> None:
@@ -230,6 +239,50 @@ class FileAssetStore:
             return
         except OSError as exc:
             raise storage_error(exc, getattr(exc, "filename", None) or self.directory, "delete") from exc
+
+
+_BY_DESCRIPTOR = all(f in os.supports_dir_fd for f in (os.open, os.stat, os.unlink, os.replace))
+"""Whether names can be resolved in an open directory (POSIX); elsewhere they are checked by path."""
+
+
+class _Directory:
+    """An asset directory in use: its open descriptor, so that names resolve in it and not through a link planted in
+    its place (or, where descriptors cannot be used, its path, checked before use)."""
+
+    def __init__(self, path: Path, fd: int | None) -> None:
+        self.path = path
+        self.fd = fd
+
+    def at(self, name: str) -> tuple[str, int | None]:
+        """(`name` as the `os` functions take it, the `dir_fd` to pass with it)."""
+        if self.fd is not None:
+            return name, self.fd
+        return str(self.path / name), None  # pragma: no cover - Windows
+
+    def check(self, operation: str, *, create: bool) -> None:  # pragma: no cover - Windows
+        """Make the directory when asked, and refuse a link or a file in its place."""
+        if create:
+            try:
+                os.mkdir(self.path)
+            except FileExistsError:
+                pass
+            except OSError as exc:
+                raise storage_error(exc, self.path, operation) from exc
+        try:
+            info = os.lstat(self.path)
+        except OSError as exc:
+            raise storage_error(exc, self.path, operation) from exc
+        if not stat.S_ISDIR(info.st_mode):
+            raise StorageError(
+                f"cannot {operation} {self.path}: it is {kind_of(info.st_mode)}, not a directory",
+                path=str(self.path),
+                operation=operation,
+            )
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 class MemoryAssetStore:
