@@ -5,6 +5,8 @@
   apply.
 - `onellm.testing.store_conformance`: the behaviour every `InstanceStore` must have, as a pytest base class that a
   store's own test module subclasses (it needs pytest and anyio's pytest plugin, which the tests already use).
+- `onellm.testing.sink_conformance`: the same for record sinks that keep records: the JSON lines they give back and
+  the exact costs they sum, so every sink that passes gives the same results for the same records.
 """
 
 from __future__ import annotations
