@@ -170,12 +170,18 @@ class SqlAlchemyInstanceStore:
             if done.rowcount != 1:
                 raise _Raced
 
-        for _ in range(_RETRIES):
+        for attempt in range(_RETRIES):
             try:
                 await self._bind.run("save", work)
                 return
             except _Raced:
                 await anyio.lowlevel.checkpoint()
+            except StorageError as exc:
+                # SQLite refuses a writer whose snapshot another writer has moved on ("database is locked") instead
+                # of waiting; that is the same race, so read again, after a pause.
+                if "database is locked" not in str(exc) or attempt == _RETRIES - 1:
+                    raise
+                await anyio.sleep(0.005 * (attempt + 1))
         raise StorageError(
             f"{self._bind.name}: instance {instance_id!r} changed under {_RETRIES} saves in a row; gave up",
             path=self._bind.name,
