@@ -33,11 +33,11 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from formats import _turn, build  # noqa: E402
+from formats import _turn, build
 
-from onellm.instances import FileInstanceStore, Instance, InstanceStore  # noqa: E402
-from onellm.messages import Message, TextPart  # noqa: E402
-from onellm.records import InferenceRecord, JsonlRecordSink, Record, RunRecord, ToolCallRecord, parse_line  # noqa: E402
+from onellm.instances import FileInstanceStore, Instance, InstanceStore
+from onellm.messages import Message, TextPart
+from onellm.records import InferenceRecord, JsonlRecordSink, Record, RunRecord, ToolCallRecord, parse_line
 
 Timer = Callable[[], Awaitable[object]]
 
@@ -212,9 +212,9 @@ def table(rows: list[tuple[str, str, float]], baseline: str, unit: str) -> None:
     print()
     print(f"{'operation':<{width_op}}  {'store':<{width_name}}  {'median' if unit == 'ms' else 'rate':>12}  ratio")
     for op, name, value in rows:
-        ratio = value / base[op] if op in base and base[op] else float("nan")
+        ratio = f"{value / base[op]:5.2f}x" if base.get(op) else "    -"
         shown = f"{value:9.2f} ms" if unit == "ms" else f"{value:9,.0f} /s"
-        print(f"{op:<{width_op}}  {name:<{width_name}}  {shown:>12}  {ratio:5.2f}x")
+        print(f"{op:<{width_op}}  {name:<{width_name}}  {shown:>12}  {ratio}")
 
 
 def main() -> None:
@@ -230,7 +230,9 @@ def main() -> None:
         anyio.run(bench_stores, args, base)
         anyio.run(bench_sinks, args, base)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"\nmedians (rates: one pass); 1-minute load average {load:.2f} on {os.cpu_count()} CPUs; Python {sys.version.split()[0]}")
+    print(
+        f"\nmedians (rates: one pass); 1-minute load average {load:.2f} on {os.cpu_count()} CPUs; Python {sys.version.split()[0]}"
+    )
 
 
 if __name__ == "__main__":
