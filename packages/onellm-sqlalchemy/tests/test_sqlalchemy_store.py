@@ -120,6 +120,17 @@ async def test_a_missing_table_says_how_to_create_it_and_hides_the_password(post
     assert caught.value.operation == "load"
 
 
+async def test_name_contains_takes_wildcards_literally(db: tuple[Engine, OnellmTables]) -> None:
+    engine, found = db
+    store = SqlAlchemyInstanceStore(engine, tables=found)
+    await store.save(make_instance("pct", name="100% sure"))
+    await store.save(make_instance("under", name="snake_case"))
+    await store.save(make_instance("plain", name="Straße"))
+    assert [s.id for s in await store.list(name_contains="%")] == ["pct"]
+    assert [s.id for s in await store.list(name_contains="_")] == ["under"]
+    assert [s.id for s in await store.list(name_contains="STRASSE")] == ["plain"]
+
+
 def test_an_unknown_bind_is_refused() -> None:
     with pytest.raises(TypeError, match="Engine, sessionmaker, AsyncEngine or async_sessionmaker"):
         SqlAlchemyInstanceStore("sqlite:///x.db")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sqlite3
@@ -173,14 +174,18 @@ def make_read_only(path: Path) -> None:
     if os.geteuid() != 0:
         path.chmod(0o444)
         return
-    done = subprocess.run(["chattr", "+i", str(path)], capture_output=True, check=False)
+    try:
+        done = subprocess.run(["chattr", "+i", str(path)], capture_output=True, check=False)
+    except FileNotFoundError:
+        pytest.skip("cannot make a file read-only for root here: no chattr")
     if done.returncode != 0:
         pytest.skip(f"cannot make a file read-only for root here: {done.stderr.decode().strip()}")
 
 
 def make_writable(path: Path) -> None:
     if os.geteuid() == 0:
-        subprocess.run(["chattr", "-i", str(path)], capture_output=True, check=False)
+        with contextlib.suppress(FileNotFoundError):
+            subprocess.run(["chattr", "-i", str(path)], capture_output=True, check=False)
     path.chmod(0o644)
 
 
@@ -210,12 +215,17 @@ async def test_a_corrupt_record_line_names_the_row(tmp_path: Path) -> None:
         assert (caught.value.file, caught.value.line) == (f"{db} (records)", 1)
 
 
-async def test_a_closed_store_says_so(tmp_path: Path) -> None:
+async def test_a_closed_store_says_so_and_gives_its_leases_back(tmp_path: Path) -> None:
     store = SqliteInstanceStore(tmp_path / "onellm.db")
     await store.save(make_instance("x"))
+    lease = await store.acquire("x")
     store.close()
+    assert lease.released
+    await lease.release()
     with pytest.raises(StorageError, match="closed"):
         await store.load("x")
+    with SqliteInstanceStore(tmp_path / "onellm.db") as other:
+        await (await other.acquire("x")).release()
 
 
 def test_many_first_opens_at_once_create_the_schema_once(tmp_path: Path) -> None:
@@ -397,6 +407,22 @@ def test_a_lease_of_a_killed_holder_lapses(tmp_path: Path) -> None:
 async def test_lease_seconds_must_be_positive(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="lease_seconds"):
         SqliteInstanceStore(tmp_path / "x.db", lease_seconds=0)
+
+
+@pytest.mark.parametrize("where", [":memory:", "", "file:x.db?mode=memory"])
+def test_a_database_only_in_memory_is_refused(where: str) -> None:
+    with pytest.raises(ValueError, match="not a database file"):
+        SqliteInstanceStore(where)
+
+
+async def test_name_contains_takes_wildcards_literally(tmp_path: Path) -> None:
+    with SqliteInstanceStore(tmp_path / "onellm.db") as store:
+        await store.save(make_instance("pct", name="100% sure"))
+        await store.save(make_instance("under", name="snake_case"))
+        await store.save(make_instance("plain", name="Straße"))
+        assert [s.id for s in await store.list(name_contains="%")] == ["pct"]
+        assert [s.id for s in await store.list(name_contains="_")] == ["under"]
+        assert [s.id for s in await store.list(name_contains="STRASSE")] == ["plain"]
 
 
 # -- costs ------------------------------------------------------------------------------------------------------------

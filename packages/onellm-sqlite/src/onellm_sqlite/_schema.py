@@ -106,6 +106,11 @@ class Database:
     """
 
     def __init__(self, path: str | Path, *, timeout: float = 10.0, durable: bool = True) -> None:
+        if str(path) in ("", ":memory:") or str(path).startswith("file:"):
+            raise ValueError(
+                f"{str(path)!r} is not a database file: each thread would see a database of its own; give a path "
+                "(or use MemoryInstanceStore for instances kept in the process)"
+            )
         self.path = Path(path)
         self.timeout = timeout
         self.durable = durable

@@ -22,7 +22,7 @@ import anyio
 import anyio.lowlevel
 
 from onellm.clock import Clock
-from onellm.errors import InstanceLockedError
+from onellm.errors import InstanceLockedError, StorageError
 from onellm.instances import Instance, InstanceLease, InstanceQuery, InstanceSummary, validate_instance_id
 from onellm_sqlite._leases import LeaseRenewer, from_ticks, new_holder, to_ticks
 from onellm_sqlite._schema import Database
@@ -328,9 +328,13 @@ class SqliteInstanceStore:
     # -- lifetime --------------------------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the store's connections. Leases still held stop being renewed and lapse after their duration."""
+        """Give back the leases still held through this store, and close its connections."""
         for lease in builtins.list(self._held.values()):
-            self._renewer.discard(lease)
+            lease._released = True
+            try:
+                self._release(lease)
+            except StorageError as exc:  # the row lapses on its own after its duration
+                _log.warning("could not give back the lease on %r while closing: %s", lease.instance_id, exc)
         self._db.close()
 
     def __enter__(self) -> SqliteInstanceStore:
