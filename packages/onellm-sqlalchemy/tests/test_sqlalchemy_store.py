@@ -101,6 +101,12 @@ def test_the_postgresql_schema_has_exact_money(pg: tuple[Engine, OnellmTables]) 
     columns = {c["name"]: c for c in inspect(engine).get_columns(found.records.name, schema=found.records.schema)}
     assert str(columns["cost"]["type"]) == "NUMERIC(28, 12)"
     assert str(columns["time"]["type"]) == "BIGINT"
+    with engine.connect() as conn:
+        compression = conn.execute(
+            text("SELECT attcompression FROM pg_attribute WHERE attrelid = CAST(:t AS regclass) AND attname = 'text'"),
+            {"t": f'"{found.instances.schema}"."{found.instances.name}"'},
+        ).scalar_one()
+    assert compression == "l"  # lz4: a long instance is rewritten on every save
 
 
 async def test_a_missing_table_says_how_to_create_it_and_hides_the_password(postgres_schema: str) -> None:
