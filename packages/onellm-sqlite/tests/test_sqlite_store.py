@@ -215,13 +215,20 @@ async def test_a_corrupt_record_line_names_the_row(tmp_path: Path) -> None:
         assert (caught.value.file, caught.value.line) == (f"{db} (records)", 1)
 
 
-async def test_a_closed_store_says_so_and_gives_its_leases_back(tmp_path: Path) -> None:
+async def test_a_closed_store_says_so_and_gives_its_leases_back(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     store = SqliteInstanceStore(tmp_path / "onellm.db")
     await store.save(make_instance("x"))
     lease = await store.acquire("x")
     store.close()
     assert lease.released
     await lease.release()
+    second = SqliteInstanceStore(tmp_path / "onellm.db")
+    other_lease = await second.acquire("y")
+    second._db.close()  # the connection goes away under a held lease
+    await other_lease.release()  # reported, not raised: the row lapses by itself
+    assert "could not give back the lease on instance 'y'" in caplog.text
     with pytest.raises(StorageError, match="closed"):
         await store.load("x")
     with SqliteInstanceStore(tmp_path / "onellm.db") as other:

@@ -76,7 +76,16 @@ class SqlAlchemyInstanceLease(InstanceLease):
             )
 
     async def _release(self) -> None:
-        await self._store._release(self)
+        try:
+            await self._store._release(self)
+        except StorageError as exc:
+            # Not raised: it would hide what ended the holder's work, and the row lapses on its own.
+            _log.warning(
+                "could not give back the lease on instance %r (it lapses by itself within %g s): %s",
+                self.instance_id,
+                self._store.lease_seconds,
+                exc,
+            )
 
     def __repr__(self) -> str:
         state = "lost" if self.lost else "released" if self.released else "held"
