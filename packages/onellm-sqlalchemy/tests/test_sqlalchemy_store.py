@@ -126,6 +126,15 @@ async def test_a_missing_table_says_how_to_create_it_and_hides_the_password(post
     assert caught.value.operation == "load"
 
 
+async def test_long_and_unusual_header_values_are_kept(db: tuple[Engine, OnellmTables]) -> None:
+    engine, found = db
+    store = SqlAlchemyInstanceStore(engine, tables=found)
+    state = "a_state_from_a_newer_writer_" + "x" * 400
+    await store.save(make_instance("odd", state=state, name="名前 " * 200, model="m" * 500))
+    (summary,) = await store.list(state=state)
+    assert (summary.state, summary.name, summary.model) == (state, "名前 " * 200, "m" * 500)
+
+
 async def test_name_contains_takes_wildcards_literally(db: tuple[Engine, OnellmTables]) -> None:
     engine, found = db
     store = SqlAlchemyInstanceStore(engine, tables=found)

@@ -138,7 +138,7 @@ def tables(metadata: MetaData, *, prefix: str = "onellm_", schema: str | None = 
         Column("version", BigInteger, nullable=False),
         Column("name", Text),
         Column("name_folded", Text),
-        Column("state", String(255)),
+        Column("state", Text),  # free text: a newer writer's state must not be cut short
         Column("model", Text),
         Column("agent_definition", Text),
         Column("caller_instance_id", String(_ID)),
@@ -148,7 +148,7 @@ def tables(metadata: MetaData, *, prefix: str = "onellm_", schema: str | None = 
         Index(f"ix_{names[0]}_modified_at", "modified_at"),
         Index(f"ix_{names[0]}_caller", "caller_instance_id"),
         Index(f"ix_{names[0]}_spawner", "spawner_instance_id"),
-        Index(f"ix_{names[0]}_state", "state"),
+        Index(f"ix_{names[0]}_state", "state", mysql_length=191),
         schema=schema,
     )
     records = Table(
