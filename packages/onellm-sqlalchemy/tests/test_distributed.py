@@ -27,7 +27,7 @@ from onellm_sqlalchemy import SqlAlchemyInstanceStore
 
 INSTANCES = 200
 TURNS = 10
-LEASE = 1.0
+LEASE = 1.5
 HERE = Path(__file__).resolve().parent
 
 
@@ -104,8 +104,8 @@ def test_four_runners_finish_every_instance_exactly_once_through_a_crash(tmp_pat
     assert victim not in {w[2] for w in words if w[0] == "done" and w[1] == "r0"}
     # The victim's fifth turn started again elsewhere, and only once its lease had lapsed.
     fifth = [(t, w[1]) for (t, _), w in zip(lines, words, strict=True) if w[0] == "turn" and w[2:] == [victim, "5"]]
-    assert len(fifth) == 2
-    (_, staller), (restart_time, rescuer) = fifth
+    assert len(fifth) >= 2  # more only if a loaded machine stalled the rescuer past its own lease
+    (_, staller), (restart_time, rescuer) = fifth[:2]
     assert (staller, rescuer != "r0") == ("r0", True)
     # Not before the lease it held lapsed (the holder renews every third of it, so that is 2/3 to 1 lease after).
     assert restart_time >= expiry[0] / 10_000_000
@@ -124,7 +124,8 @@ def test_four_runners_finish_every_instance_exactly_once_through_a_crash(tmp_pat
         loaded = await store.load(victim)
         assert loaded is not None
         authors = [m.user_text.rsplit(" ", 1)[1] for m in loaded.messages]
-        assert authors == ["r0"] * 4 + [rescuer] * 6
+        assert authors[:5] == ["r0"] * 4 + [rescuer]
+        assert "r0" not in authors[4:]
         assert await store.list(state="running") == []
 
     anyio.run(check)

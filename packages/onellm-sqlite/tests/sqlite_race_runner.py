@@ -35,25 +35,30 @@ async def main(name: str, db: str, lease_seconds: float, turns: int, stall: str 
                 except InstanceLockedError:
                     continue
                 async with lease:
-                    inst = await store.load(instance_id)
-                    assert inst is not None
-                    if inst.state == "done":
-                        continue
-                    taken += 1
-                    progressed = True
-                    turn = len(inst.messages)
-                    while turn < turns:
-                        turn += 1
-                        print(f"turn {name} {instance_id} {turn}", flush=True)
-                        if stall_at == (taken, turn):
-                            print(f"stalled {name} {instance_id}", flush=True)
-                            await anyio.sleep(3600)
-                        inst.messages.append(
-                            Message(id=f"{instance_id}-t{turn}", user=[TextPart(text=f"turn {turn} by {name}")])
-                        )
-                        inst.state = "done" if turn == turns else "running"
-                        await store.save(inst)
-                    print(f"done {name} {instance_id}", flush=True)
+                    try:
+                        inst = await store.load(instance_id)
+                        assert inst is not None
+                        if inst.state == "done":
+                            continue
+                        taken += 1
+                        progressed = True
+                        turn = len(inst.messages)
+                        while turn < turns:
+                            turn += 1
+                            print(f"turn {name} {instance_id} {turn}", flush=True)
+                            if stall_at == (taken, turn):
+                                print(f"stalled {name} {instance_id}", flush=True)
+                                await anyio.sleep(3600)
+                            inst.messages.append(
+                                Message(id=f"{instance_id}-t{turn}", user=[TextPart(text=f"turn {turn} by {name}")])
+                            )
+                            inst.state = "done" if turn == turns else "running"
+                            await store.save(inst)
+                        print(f"done {name} {instance_id}", flush=True)
+                    except InstanceLockedError:
+                        # This runner stalled past its lease (a loaded machine) and another took the instance over: its save was
+                        # refused, so nothing is overwritten; leave the instance to the new holder.
+                        print(f"lost {name} {instance_id}", flush=True)
             if not progressed:
                 await anyio.sleep(0.05)
     print(f"exit {name}", flush=True)

@@ -20,7 +20,7 @@ from onellm_sqlite import SqliteInstanceStore
 
 INSTANCES = 60
 TURNS = 5
-LEASE = 0.8
+LEASE = 1.5
 HERE = Path(__file__).resolve().parent
 
 
@@ -81,8 +81,8 @@ def test_three_runners_on_one_file_finish_every_instance_once_through_a_crash(tm
     assert sorted(w[2] for w in words if w[0] == "done") == ids
     (victim,) = [w[2] for w in words if w[0] == "stalled"]
     third = [(t, w[1]) for (t, _), w in zip(lines, words, strict=True) if w[0] == "turn" and w[2:] == [victim, "3"]]
-    assert len(third) == 2
-    (_, staller), (restart_time, rescuer) = third
+    assert len(third) >= 2  # more only if a loaded machine stalled the rescuer past its own lease
+    (_, staller), (restart_time, rescuer) = third[:2]
     assert (staller, rescuer != "r0") == ("r0", True)
     # Not before the lease it held lapsed (the holder renews every third of it, so that is 2/3 to 1 lease after).
     assert restart_time >= expiry[0] / 10_000_000
