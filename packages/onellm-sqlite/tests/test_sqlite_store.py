@@ -92,7 +92,8 @@ async def test_records_rows_keep_the_line_and_the_query_columns(tmp_path: Path) 
     with SqliteRecordSink(db) as sink:
         await sink.write(record)
         await sink.write(RunRecord(event="started", model="m"))
-        assert await sink.instance_ids() == ["i1"]
+        await sink.write_many([RunRecord(instance_id="i2", event="started"), RunRecord(instance_id="i2", event="x")])
+        assert await sink.instance_ids() == ["i1", "i2"]
     found = rows(db, "SELECT seq, instance_id, kind, time, message_id, cost, line FROM records ORDER BY seq")
     assert found[0] == (1, "i1", "inference", 17_960_301_040_100_000, "m2", "0.0050750", line)
     assert found[1][1:3] == (None, "run")

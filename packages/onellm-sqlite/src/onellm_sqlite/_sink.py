@@ -82,6 +82,12 @@ class SqliteRecordSink:
         """The blocking form of `write`, for code that is not async."""
         self._insert([self._row(record)])
 
+    async def write_many(self, records: Iterable[Record]) -> None:
+        """Append several records in one transaction: all of them, or none when it fails."""
+        rows = [self._row(record) for record in records]
+        if rows:
+            await anyio.to_thread.run_sync(self._insert, rows)
+
     def write_many_sync(self, records: Iterable[Record]) -> None:
         """Append several records in one transaction: all of them, or none when it fails."""
         self._insert([self._row(record) for record in records])
