@@ -28,6 +28,7 @@ from onellm_sqlalchemy import SqlAlchemyInstanceStore
 INSTANCES = 200
 TURNS = 10
 LEASE = 1.5
+KILLED = -signal.SIGKILL if sys.platform != "win32" else 1
 HERE = Path(__file__).resolve().parent
 
 
@@ -70,7 +71,7 @@ def test_four_runners_finish_every_instance_exactly_once_through_a_crash(tmp_pat
             with lock:
                 lines.append((now, line))
             if line.startswith("stalled "):
-                child.send_signal(signal.SIGKILL)
+                child.kill()  # SIGKILL on POSIX, TerminateProcess on Windows
                 child.wait()
                 killed_at.append(time.time())
                 with engine.connect() as conn:
@@ -93,7 +94,7 @@ def test_four_runners_finish_every_instance_exactly_once_through_a_crash(tmp_pat
         for reader in readers:
             reader.join(timeout=30)
 
-    assert runners["r0"].returncode == -signal.SIGKILL
+    assert runners["r0"].returncode == KILLED
     assert [runners[n].returncode for n in ("r1", "r2", "r3")] == [0, 0, 0]
     assert len(killed_at) == 1
 

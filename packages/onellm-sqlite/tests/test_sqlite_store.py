@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -172,7 +171,7 @@ async def test_a_missing_directory_or_a_read_only_file_fails_typed(tmp_path: Pat
 
 def make_read_only(path: Path) -> None:
     """Read-only for this process, even as root (which ignores file modes): the immutable attribute then."""
-    if os.geteuid() != 0:
+    if _euid() != 0:
         path.chmod(0o444)
         return
     try:
@@ -184,7 +183,7 @@ def make_read_only(path: Path) -> None:
 
 
 def make_writable(path: Path) -> None:
-    if os.geteuid() == 0:
+    if _euid() == 0:
         with contextlib.suppress(FileNotFoundError):
             subprocess.run(["chattr", "-i", str(path)], capture_output=True, check=False)
     path.chmod(0o644)
@@ -282,7 +281,7 @@ def test_a_writer_killed_mid_save_leaves_a_whole_instance(tmp_path: Path) -> Non
         assert child.stdout.readline().strip() == "saving"
         time.sleep(0.3)
     finally:
-        child.send_signal(signal.SIGKILL)
+        child.kill()  # SIGKILL on POSIX, TerminateProcess on Windows
         child.wait(timeout=30)
     assert rows(db, "PRAGMA integrity_check") == [("ok",)]
     with SqliteInstanceStore(db) as store:
@@ -398,7 +397,7 @@ def test_a_lease_of_a_killed_holder_lapses(tmp_path: Path) -> None:
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "held"
     finally:
-        child.send_signal(signal.SIGKILL)
+        child.kill()  # SIGKILL on POSIX, TerminateProcess on Windows
         child.wait(timeout=30)
 
     async def take() -> None:
@@ -445,3 +444,7 @@ async def test_costs_are_kept_as_decimal_text_and_summed_exactly(tmp_path: Path)
             await sink.write(record)
         assert sink.cost_sync("c") == Decimal("0.3000001")
     assert rows(db, "SELECT cost FROM records ORDER BY seq") == [("0.1",), ("0.2",), ("0.0000001",)]
+
+
+def _euid() -> int:
+    return os.geteuid() if hasattr(os, "geteuid") else -1
