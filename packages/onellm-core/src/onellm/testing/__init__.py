@@ -7,6 +7,8 @@
   store's own test module subclasses (it needs pytest and anyio's pytest plugin, which the tests already use).
 - `onellm.testing.disk_fault("full" | "read-only")`: a context in which onellm's own file work (file stores, asset
   stores, the JSON-lines sink) meets a full or read-only disk, for testing what your code does with `StorageError`.
+- `onellm.testing.sink_conformance`: the same for record sinks that keep records: the JSON lines they give back and
+  the exact costs they sum, so every sink that passes gives the same results for the same records.
 """
 
 from __future__ import annotations
