@@ -23,8 +23,9 @@ from typing import Any, ClassVar
 import httpcore
 import httpx
 
-from onellm.capabilities._caps import Capabilities, denial
+from onellm.capabilities._caps import Capabilities
 from onellm.capabilities._network import NetworkGrant, normalize_host, parse_address, system_resolve
+from onellm.capabilities._refusal import denial
 
 __all__ = ["EgressClient", "Resolver"]
 

@@ -16,8 +16,11 @@ from __future__ import annotations
 import ipaddress
 import re
 import socket
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
+
+from onellm.errors import BadDefinitionError
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -357,6 +360,15 @@ class NetworkGrant:
     """Every public host and address (never loopback, private or link-local)."""
     entries: frozenset[NetworkEntry] = frozenset()
 
+    @classmethod
+    def of(cls, *entries: str) -> NetworkGrant:
+        """A grant of the entries named (see `NetworkEntry.parse`).
+
+        Raises:
+            ValueError: an entry is not one of the accepted forms.
+        """
+        return cls(False, frozenset(NetworkEntry.parse(e) for e in entries))
+
     @property
     def enabled(self) -> bool:
         return self.any_public or bool(self.entries)
@@ -425,6 +437,29 @@ class NetworkGrant:
         if self.any_public:
             return True
         return any(e.kind in ("name", "suffix") and e.matches_name(h, port) for e in self.entries)
+
+    def to_data(self) -> dict[str, Any]:
+        """The `network` part of the saved summary: `anyPublic`, and the entries as sorted text."""
+        return {"anyPublic": self.any_public, "hosts": sorted(str(e) for e in self.entries)}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any], path: str) -> NetworkGrant:
+        """Rebuild the grant from its saved part.
+
+        Raises:
+            BadDefinitionError: the part is not well formed (the path names the key).
+        """
+        hosts = data.get("hosts", [])
+        if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
+            raise BadDefinitionError("expected a list of strings", path=f"{path}.hosts")
+        try:
+            grant = cls.of(*hosts)
+        except ValueError as exc:
+            raise BadDefinitionError(str(exc), path=f"{path}.hosts") from None
+        any_public = data.get("anyPublic", False)
+        if not isinstance(any_public, bool):
+            raise BadDefinitionError("expected true or false", path=f"{path}.anyPublic")
+        return cls(any_public, grant.entries)
 
 
 def _public_names(entries: frozenset[NetworkEntry]) -> frozenset[NetworkEntry]:
