@@ -245,7 +245,11 @@ class Capabilities:
         return self.file_grant.is_writable(path, self._base(base))
 
     def check_planned_writes(
-        self, targets: Iterable[str | os.PathLike[str]], written: Iterable[str | os.PathLike[str]]
+        self,
+        targets: Iterable[str | os.PathLike[str]],
+        written: Iterable[str | os.PathLike[str]],
+        *,
+        labels: Mapping[Any, str] | None = None,
     ) -> None:
         """Refuse a set of writes that, taken together, would make a directory look like a git directory.
 
@@ -254,11 +258,13 @@ class Capabilities:
         repository (with a `config` or a hook for git to run) in one step. Here the files in `written` count as
         present; `targets` (the resolved paths the set touches, `written` among them) are refused when one of their
         directories would then hold all three. Nothing is refused when the grant allows repository-control writes.
+        `labels` maps a target to the name the refusal gives it (the path as the caller wrote it); without one, a
+        target is named by its file name, so no host path is shown.
 
         Raises:
             CapabilityDeniedError: rule `git-directory`.
         """
-        self.file_grant.check_planned_writes(targets, written)
+        self.file_grant.check_planned_writes(targets, written, labels)
 
     def open_directory(
         self, path: str | os.PathLike[str], *, base: str | os.PathLike[str] | None = None

@@ -9,10 +9,12 @@ walks a directory the same way, one open directory at a time.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -35,6 +37,7 @@ _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _O_BINARY = getattr(os, "O_BINARY", 0)
+_O_NOCTTY = getattr(os, "O_NOCTTY", 0)
 _DIR_FD = os.open in os.supports_dir_fd and os.name != "nt"
 # Walking by directory descriptor: entries listed, opened and stat'ed relative to a verified directory.
 _WALK_FD = (
@@ -54,6 +57,22 @@ def _swapped(text: str) -> CapabilityDeniedError:
     )
 
 
+@contextlib.contextmanager
+def _named_as_given(text: str) -> Iterator[None]:
+    """Give an `OSError` from the system the path as the caller wrote it, instead of the real path it was opened by
+    (which may show where a link leads, or the roots): same errno, same class, same reason."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno is None or exc.filename == text:
+            raise
+        raise OSError(exc.errno, exc.strerror, text) from exc
+
+
+def _not_regular(text: str) -> OSError:
+    return OSError(errno.EINVAL, "Not a regular file (a device, a pipe or a socket)", text)
+
+
 def _clear_nonblock(fd: int) -> None:
     if sys.platform != "win32" and _O_NONBLOCK:
         os.set_blocking(fd, True)
@@ -67,26 +86,63 @@ def _open_verified(
     first = grant.resolve(path, base)
     grant.check(text, first, write=write, base=base)
     parent, name = os.path.split(first)
-    flags |= _O_CLOEXEC | _O_BINARY
-    try:
-        if _DIR_FD and name:
-            dfd = _open_directory_verified(text, parent)
-            try:
-                fd = os.open(name, flags | _O_NOFOLLOW, 0o666, dir_fd=dfd)
-            finally:
-                os.close(dfd)
-        else:
-            fd = os.open(first, flags | _O_NOFOLLOW, 0o666)
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.EMLINK) or (exc.errno == errno.ENOTDIR and _O_NOFOLLOW):
-            raise _swapped(text) from None
-        raise
+    flags |= _O_CLOEXEC | _O_BINARY | _O_NOCTTY | _O_NOFOLLOW
+    if _DIR_FD and name:
+        dfd = _open_parent_verified(text, parent)
+        try:
+            _refuse_special(_lstat_or_none(name, dfd), text)
+            fd = _open_last(text, name, flags, dfd, lambda: os.path.islink(first))
+        finally:
+            os.close(dfd)
+    else:
+        _refuse_special(os.lstat(first) if os.path.lexists(first) else None, text)
+        fd = _open_last(text, first, flags, None, lambda: os.path.islink(first))
     try:
         _verify_fd(grant, fd, text, first, base, write=write)
     except BaseException:
         os.close(fd)
         raise
     return fd, first
+
+
+def _lstat_or_none(name: str, dfd: int) -> os.stat_result | None:
+    try:
+        return os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+
+
+def _open_parent_verified(text: str, parent: str) -> int:
+    """The verified handle on the directory of a path; a parent that is now a link is a swap, one that is a file is
+    `NotADirectoryError`."""
+    try:
+        return _open_directory_verified(text, parent)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK) or (exc.errno == errno.ENOTDIR and os.path.islink(parent)):
+            raise _swapped(text) from None
+        raise
+
+
+def _open_last(text: str, name: str, flags: int, dfd: int | None, is_link: Callable[[], bool]) -> int:
+    """Open the last name without following a link: a link there now is a swap (systems say ELOOP, EMLINK, or with
+    some flags ENOTDIR)."""
+    try:
+        if dfd is not None:
+            return os.open(name, flags, 0o666, dir_fd=dfd)
+        return os.open(name, flags, 0o666)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK) or (exc.errno == errno.ENOTDIR and is_link()):
+            raise _swapped(text) from None
+        raise
+
+
+def _refuse_special(st: os.stat_result | None, text: str) -> None:
+    """Refuse a device, a pipe or a socket before it is opened at all: opening one can block, rewind a tape or make a
+    terminal the controlling one. (The opened file is checked again, so one renamed into place after this is refused
+    too.)"""
+    if st is None or stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode) or stat.S_ISLNK(st.st_mode):
+        return
+    raise _not_regular(text)
 
 
 def _open_directory_verified(text: str, directory: str) -> int:
@@ -132,23 +188,21 @@ def open_directory(grant: FileGrant, path: str | os.PathLike[str], base: str) ->
     grant.check(text, resolved, write=False, base=base)
     if not _WALK_FD:
         if not os.path.isdir(resolved):
-            raise NotADirectoryError(errno.ENOTDIR, "Not a directory", resolved)
+            if not os.path.lexists(resolved):
+                raise FileNotFoundError(errno.ENOENT, "No such file or directory", text)
+            raise NotADirectoryError(errno.ENOTDIR, "Not a directory", text)
         return DirectoryHandle(grant, resolved, None)
-    try:
+    with _named_as_given(text):
         dfd = _open_directory_verified(text, resolved)
-    except NotADirectoryError:
-        raise
-    except OSError as exc:
-        if exc.errno == errno.ENOTDIR:
-            raise NotADirectoryError(errno.ENOTDIR, "Not a directory", resolved) from None
-        raise
     return DirectoryHandle(grant, resolved, dfd)
 
 
 def open_read(grant: FileGrant, path: str | os.PathLike[str], base: str) -> IO[bytes]:
     """See `Capabilities.open_read`."""
-    fd, resolved = _open_verified(grant, path, base, write=False, flags=os.O_RDONLY | _O_NONBLOCK)
-    return _regular_file(fd, resolved)
+    text = os.fspath(path)
+    with _named_as_given(text):
+        fd, _ = _open_verified(grant, path, base, write=False, flags=os.O_RDONLY | _O_NONBLOCK)
+        return _regular_file(fd, text)
 
 
 def open_write(
@@ -161,31 +215,41 @@ def open_write(
     make_parents: bool = False,
 ) -> IO[bytes]:
     """See `Capabilities.open_write`."""
-    if make_parents:
-        target = grant.resolve_write(path, base)
-        make_directories(grant, target.parent, base)
-    flags = os.O_WRONLY | os.O_CREAT | _O_NONBLOCK
-    if exclusive:
-        flags |= os.O_EXCL
-    if append:
-        flags |= os.O_APPEND
-    fd, resolved = _open_verified(grant, path, base, write=True, flags=flags)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(errno.EINVAL, "Not a regular file", resolved)
-        if not append:
-            os.ftruncate(fd, 0)
-        _clear_nonblock(fd)
-        return os.fdopen(fd, "ab" if append else "wb")
-    except BaseException:
-        os.close(fd)
-        raise
+    text = os.fspath(path)
+    with _named_as_given(text):
+        if make_parents:
+            target = grant.resolve_write(path, base)
+            _make_directories(grant, text, target.parent, base)
+        flags = os.O_WRONLY | os.O_CREAT | _O_NONBLOCK
+        if exclusive:
+            flags |= os.O_EXCL
+        if append:
+            flags |= os.O_APPEND
+        fd, _ = _open_verified(grant, path, base, write=True, flags=flags)
+        try:
+            st = os.fstat(fd)
+            if stat.S_ISDIR(st.st_mode):
+                raise IsADirectoryError(errno.EISDIR, "Is a directory", text)
+            if not stat.S_ISREG(st.st_mode):
+                raise _not_regular(text)
+            if not append:
+                os.ftruncate(fd, 0)
+            _clear_nonblock(fd)
+            return os.fdopen(fd, "ab" if append else "wb")
+        except BaseException:
+            os.close(fd)
+            raise
 
 
 def make_directories(grant: FileGrant, path: str | os.PathLike[str], base: str) -> Path:
     """See `Capabilities.make_directories`."""
     text = os.fspath(path)
+    with _named_as_given(text):
+        return _make_directories(grant, text, path, base)
+
+
+def _make_directories(grant: FileGrant, text: str, path: str | os.PathLike[str], base: str) -> Path:
+    """Create `path` and its missing parents; refusals and errors name `text` (what the caller asked for)."""
     target = grant.resolve_write(path, base)
     missing: list[str] = []
     current = os.fspath(target)
@@ -221,21 +285,22 @@ def make_directories(grant: FileGrant, path: str | os.PathLike[str], base: str) 
 def remove_file(grant: FileGrant, path: str | os.PathLike[str], base: str) -> Path:
     """See `Capabilities.remove_file`."""
     text = os.fspath(path)
-    joined = os.path.join(base, text)
-    parent_text, name = os.path.split(joined)
+    parent_text, name = os.path.split(text)
     if name in ("", ".", ".."):
         raise denial(f"Path {text!r} does not name a file.", target=text, rule="bad-path")
-    parent = grant.resolve(parent_text, base)
-    target = os.path.join(parent, name)
-    grant.check(text, target, write=True, base=base)
-    if _DIR_FD:
-        dfd = _open_directory_verified(text, parent)
-        try:
-            os.unlink(name, dir_fd=dfd)
-        finally:
-            os.close(dfd)
-    else:
-        os.unlink(target)
+    with _named_as_given(text):
+        # The directory as given (relative to `base`), so a refusal of it names no host path either.
+        parent = grant.resolve(parent_text or os.curdir, base)
+        target = os.path.join(parent, name)
+        grant.check(text, target, write=True, base=base)
+        if _DIR_FD:
+            dfd = _open_directory_verified(text, parent)
+            try:
+                os.unlink(name, dir_fd=dfd)
+            finally:
+                os.close(dfd)
+        else:
+            os.unlink(target)
     return Path(target)
 
 
@@ -361,7 +426,7 @@ def _regular_file(fd: int, path: str) -> IO[bytes]:
         if stat.S_ISDIR(st.st_mode):
             raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
         if not stat.S_ISREG(st.st_mode):
-            raise OSError(errno.EINVAL, "Not a regular file", path)
+            raise _not_regular(path)
         _clear_nonblock(fd)
         return os.fdopen(fd, "rb")
     except BaseException:

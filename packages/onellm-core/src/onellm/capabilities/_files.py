@@ -8,6 +8,7 @@ the double check is `_file_io`'s job. See `docs/capabilities.md` for the rules i
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -21,10 +22,12 @@ from onellm.capabilities._paths import (
     GIT_ROLE_FILES,
     STATE_DIR_NAME,
     SymlinkLoopError,
+    UnresolvablePathError,
     component_key,
     current_flavor,
     foreign_drive_problem,
     is_within,
+    length_problem,
     name_key,
     path_key,
     resolve_real,
@@ -32,7 +35,7 @@ from onellm.capabilities._paths import (
     split_components,
     windows_form_problem,
 )
-from onellm.capabilities._refusal import denial
+from onellm.capabilities._refusal import denial, shown
 from onellm.errors import BadDefinitionError, CapabilityDeniedError
 
 __all__ = ["FileGrant"]
@@ -40,6 +43,10 @@ __all__ = ["FileGrant"]
 
 def _deny(message: str, target: object, rule: str) -> CapabilityDeniedError:
     return denial(message, target=str(target), rule=rule)
+
+
+# Every refusal names the path as it was given, and nothing else of the host: not the real path it leads to (a link's
+# target may lie outside the roots), not the roots, not the protected directories. The model reads these messages.
 
 
 def _unique(items: tuple[Path, ...]) -> tuple[Path, ...]:
@@ -125,7 +132,7 @@ class FileGrant:
         if not isinstance(text, str):
             raise TypeError("paths must be text, not bytes")
         if "\x00" in text:
-            raise _deny(f"Path {text!r} contains a NUL character.", text, "bad-path")
+            raise _deny(f"Path {shown(text)!r} contains a NUL character.", text, "bad-path")
         if text == "":
             raise _deny("An empty path names nothing.", text, "bad-path")
         if os.name == "nt":
@@ -136,9 +143,18 @@ class FileGrant:
             if foreign is not None:
                 raise _deny(f"Path {text!r} is {foreign}.", text, "outside-roots")
         try:
-            return resolve_real(text, base)
+            resolved = resolve_real(text, base)
         except SymlinkLoopError:
-            raise _deny(f"Path {text!r} holds a symbolic link loop.", text, "symlink-loop") from None
+            raise _deny(f"Path {shown(text)!r} holds a symbolic link loop.", text, "symlink-loop") from None
+        except UnresolvablePathError as exc:
+            if exc.errno == errno.ENAMETOOLONG:
+                raise _deny(f"Path {shown(text)!r} is longer than the file system allows.", text, "bad-path") from None
+            reason = (exc.strerror or "the system refused to look it up").lower()
+            raise _deny(f"Path {shown(text)!r} cannot be resolved: {reason}.", text, "bad-path") from None
+        too_long = length_problem(resolved)
+        if too_long is not None:
+            raise _deny(f"Path {shown(text)!r} is longer than the file system allows ({too_long}).", text, "bad-path")
+        return resolved
 
     def check(self, text: str, resolved: str, *, write: bool, base: str) -> None:
         """Refuse a resolved path the grant does not allow (`text` is the path as given, for the message).
@@ -151,26 +167,21 @@ class FileGrant:
         roots = self.write_roots if write else self.readable_roots
         if not roots:
             kind = "write" if write else "read"
-            raise _deny(f"Path {text!r} is refused: no file {kind} grant.", text, f"no-file-{kind}")
+            raise _deny(f"Path {shown(text)!r} is refused: no file {kind} grant.", text, f"no-file-{kind}")
         root = next((r for r in roots if is_within(resolved, os.fspath(r), flavor)), None)
         if root is None:
             if write and any(is_within(resolved, os.fspath(r), flavor) for r in self.readable_roots):
-                raise _deny(f"Path {text!r} ({resolved}) is under a read-only root.", text, "read-only")
-            listed = ", ".join(os.fspath(r) for r in roots)
+                raise _deny(f"Path {shown(text)!r} is under a read-only root.", text, "read-only")
             kind = "write" if write else "read"
-            raise _deny(f"Path {text!r} ({resolved}) is outside the {kind} roots ({listed}).", text, "outside-roots")
+            raise _deny(f"Path {shown(text)!r} is outside the {kind} roots.", text, "outside-roots")
         alias = short_alias_problem(resolved, os.fspath(root))
         if alias is not None:
-            raise _deny(f"Path {text!r} is refused: {alias}.", text, "short-name")
+            raise _deny(f"Path {shown(text)!r} is refused: {alias}.", text, "short-name")
         # The path as written counts too, so a state directory replaced by a link stays out of reach by its name.
         written = os.path.normpath(os.path.join(base, text))
         for protected in self.protected_paths:
             if is_within(resolved, os.fspath(protected), flavor) or is_within(written, os.fspath(protected), flavor):
-                raise _deny(
-                    f"Path {text!r} ({resolved}) is inside the runtime's protected state ({protected}).",
-                    text,
-                    "protected-state",
-                )
+                raise _deny(f"Path {shown(text)!r} is inside the runtime's protected state.", text, "protected-state")
         if write and not self.repo_control_writes:
             self._check_repository_rules(text, resolved, base, root)
 
@@ -181,7 +192,7 @@ class FileGrant:
         for name in (*names, *written):
             if name_key(name) in CONTROL_NAMES:
                 raise _deny(
-                    f"Path {text!r} ({resolved}) is a repository control path ({name!r}); tools may not write there.",
+                    f"Path {shown(text)!r} is a repository control path ({name!r}); tools may not write there.",
                     text,
                     "repo-control",
                 )
@@ -192,7 +203,7 @@ class FileGrant:
             for final in finals:
                 if name_key(final) in GIT_ROLE_FILES:
                     raise _deny(
-                        f"Path {text!r} ({resolved}): a file named {final!r} is refused while git can run "
+                        f"Path {shown(text)!r}: a file named {final!r} is refused while git can run "
                         "(git is on the shell allow-list, or the grants carry the git ceiling).",
                         text,
                         "git-role",
@@ -203,7 +214,7 @@ class FileGrant:
             for name in names[len(root_names) : -1]:
                 if name_key(name) in GIT_ROLE_DIRS:
                     raise _deny(
-                        f"Path {text!r} ({resolved}) is under a directory named {name!r}, refused while git can run "
+                        f"Path {shown(text)!r} is under a directory named {name!r}, refused while git can run "
                         "(git is on the shell allow-list, or the grants carry the git ceiling).",
                         text,
                         "git-role",
@@ -223,7 +234,8 @@ class FileGrant:
                 )
                 if complete:
                     raise _deny(
-                        f"Path {text!r} ({resolved}) is in a git directory ({current}); tools may not write there.",
+                        f"Path {shown(text)!r} is in a git directory (one holding HEAD, objects and refs), or would "
+                        "complete one; tools may not write there.",
                         text,
                         "git-directory",
                     )
@@ -234,7 +246,10 @@ class FileGrant:
             current = parent
 
     def check_planned_writes(
-        self, targets: Iterable[str | os.PathLike[str]], written: Iterable[str | os.PathLike[str]]
+        self,
+        targets: Iterable[str | os.PathLike[str]],
+        written: Iterable[str | os.PathLike[str]],
+        labels: Mapping[Any, str] | None = None,
     ) -> None:
         """Refuse a set of writes that, taken together, would make a directory look like a git directory (see
         `Capabilities.check_planned_writes`).
@@ -260,10 +275,12 @@ class FileGrant:
                 present = set(planned.get(directory, ()))
                 present.update(key for key, marker in markers.items() if os.path.lexists(directory / marker))
                 if len(present) == len(markers):
+                    label = _label(labels, item, target)
                     raise _deny(
-                        f"{target} would be in a git directory ({directory}): together with the other files of this "
-                        "set it holds HEAD, objects and refs; tools may not write there. Nothing was written.",
-                        str(target),
+                        f"Path {shown(label)!r} would be in a git directory: together with the other files of this "
+                        "set its directory holds HEAD, objects and refs; tools may not write there. Nothing was "
+                        "written.",
+                        label,
                         "git-directory",
                     )
 
@@ -337,6 +354,19 @@ class FileGrant:
         return cls(read_roots=read_real, write_roots=write_real, protected_paths=_state_dirs(read_real))
 
 
+def _label(labels: Mapping[Any, str] | None, item: object, target: Path) -> str:
+    """How a planned write is named in a refusal: its label (the path as the caller wrote it), else its file name."""
+    if labels:
+        for key in (item, target, os.fspath(target)):
+            try:
+                found = labels.get(key)
+            except TypeError:
+                continue
+            if found is not None:
+                return found
+    return target.name
+
+
 def roots_of(paths: Iterable[str | os.PathLike[str]]) -> tuple[Path, ...]:
     """Each path as the real path of a root (relative ones start at the process's working directory), each once.
 
@@ -357,6 +387,8 @@ def roots_of(paths: Iterable[str | os.PathLike[str]]) -> tuple[Path, ...]:
             real = resolve_real(text, cwd)
         except SymlinkLoopError as exc:
             raise ValueError(f"root {text!r} holds a symbolic link loop") from exc
+        except UnresolvablePathError as exc:
+            raise ValueError(f"root {text!r} cannot be resolved: {exc.strerror}") from exc
         out.append(Path(real))
     return _unique(tuple(out))
 
@@ -369,7 +401,7 @@ def _state_dirs(roots: Iterable[Path]) -> tuple[Path, ...]:
         out.append(state)
         try:
             real = Path(resolve_real(state, os.fspath(root)))
-        except SymlinkLoopError:
+        except (SymlinkLoopError, UnresolvablePathError):
             continue
         if real != state:
             out.append(real)

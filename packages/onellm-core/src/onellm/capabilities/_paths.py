@@ -159,6 +159,13 @@ class SymlinkLoopError(OSError):
     """A path holds a symlink loop, or more links than the system follows."""
 
 
+class UnresolvablePathError(OSError):
+    """The system refused to say what a name of the path is (a name too long, a directory that cannot be searched).
+
+    Carries the system's `errno` and `strerror`, and no file name: the caller names the path as it was given.
+    """
+
+
 def _is_link(st: os.stat_result) -> bool:
     if stat.S_ISLNK(st.st_mode):
         return True
@@ -170,7 +177,8 @@ def _is_link(st: os.stat_result) -> bool:
 def resolve_real(path: str | os.PathLike[str], base: str) -> str:
     """The real absolute path of `path`: links followed, `..` applied to the real directory, a missing tail kept.
 
-    Raises `SymlinkLoopError` when more than 40 links are met (a loop).
+    Raises `SymlinkLoopError` when more than 40 links are met (a loop), and `UnresolvablePathError` when the system
+    refuses to look a name up (too long, or in a directory that cannot be searched).
     """
     text = os.fspath(path)
     if "\x00" in text:
@@ -211,11 +219,16 @@ def resolve_real(path: str | os.PathLike[str], base: str) -> str:
             missing = 1
             resolved = candidate
             continue
+        except OSError as exc:
+            raise UnresolvablePathError(exc.errno, exc.strerror) from exc
         if _is_link(st):
             links += 1
             if links > _MAX_LINKS:
                 raise SymlinkLoopError(f"too many levels of symbolic links in {os.fspath(path)!r}")
-            target = os.readlink(candidate)
+            try:
+                target = os.readlink(candidate)
+            except OSError as exc:
+                raise UnresolvablePathError(exc.errno, exc.strerror) from exc
             if os.name == "nt":
                 if target.startswith("\\\\?\\"):
                     target = target[4:]
@@ -235,6 +248,46 @@ def resolve_real(path: str | os.PathLike[str], base: str) -> str:
             continue
         resolved = candidate
     return resolved
+
+
+#: The longest name the file systems onellm runs on accept: 255 bytes (posix) or 255 UTF-16 units (Windows).
+NAME_MAX = 255
+
+
+def _path_max() -> int:
+    if os.name == "nt":
+        return 32767
+    try:
+        return int(os.pathconf("/", "PC_PATH_MAX"))
+    except (OSError, ValueError, AttributeError):
+        return 4096
+
+
+#: The longest whole path the system accepts.
+PATH_MAX = _path_max()
+
+
+def _units(name: str) -> int:
+    if os.name == "nt":
+        return len(name.encode("utf-16-le", "surrogatepass")) // 2
+    return len(os.fsencode(name))
+
+
+def length_problem(path: str) -> str | None:
+    """Why the system would refuse `path` as too long (a name above `NAME_MAX`, the whole above `PATH_MAX`), or None.
+
+    Checked on the resolved path, so a long name that does not exist yet is refused before anything is created.
+    """
+    unit = "UTF-16 units" if os.name == "nt" else "bytes"
+    _, names = split_components(path, current_flavor())
+    for name in names:
+        size = _units(name)
+        if size > NAME_MAX:
+            return f"a name of {size} {unit} (at most {NAME_MAX})"
+    size = _units(path)
+    if size >= PATH_MAX:
+        return f"{size} {unit} in all (at most {PATH_MAX - 1})"
+    return None
 
 
 def fd_real_path(fd: int) -> str | None:
