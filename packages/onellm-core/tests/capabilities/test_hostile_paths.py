@@ -92,7 +92,9 @@ def test_a_path_that_cannot_be_resolved_is_a_typed_refusal(tree: Path, monkeypat
 )
 def test_a_refusal_shows_no_host_path_the_caller_did_not_give(tree: Path, path: str, write: bool, rule: str) -> None:
     caps = (
-        Capabilities.files(tree) + Capabilities.read_only_files(tree.parent / "ref") + Capabilities.shell_commands("git")
+        Capabilities.files(tree)
+        + Capabilities.read_only_files(tree.parent / "ref")
+        + Capabilities.shell_commands("git")
     ).with_working_directory(tree)
     with pytest.raises(CapabilityDeniedError) as info:
         (caps.resolve_write if write else caps.resolve_read)(path)

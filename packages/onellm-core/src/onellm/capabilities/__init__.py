@@ -15,6 +15,7 @@ from onellm.capabilities._files import FileGrant
 from onellm.capabilities._network import NetworkEntry, NetworkGrant
 from onellm.capabilities._process import CommandResult, run_process
 from onellm.capabilities._shell import (
+    CommandDecision,
     CommandRequest,
     PreparedCommand,
     ShellGrant,
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Capabilities",
+    "CommandDecision",
     "CommandRequest",
     "CommandResult",
     "DirectoryHandle",

@@ -27,6 +27,7 @@ from onellm.capabilities._network import NetworkGrant
 from onellm.capabilities._paths import resolve_real
 from onellm.capabilities._refusal import denial
 from onellm.capabilities._shell import (
+    CommandDecision,
     CommandRequest,
     CommandResult,
     PreparedCommand,
@@ -363,15 +364,19 @@ class Capabilities:
         environment: Mapping[str, str] | None = None,
         options: ShellOptions | None = None,
         host_environment: Mapping[str, str] | None = None,
+        base: str | os.PathLike[str] | None = None,
     ) -> PreparedCommand:
         """Every check for one command: the line, the working directory (read access), the model's variables.
+
+        A relative `working_directory` starts at `base` (the grants' working directory when None); a refusal names it
+        as given.
 
         Raises:
             CapabilityDeniedError: any check failed; nothing has run.
         """
         program, args = self.shell_grant.parse(line)
-        cwd_text = os.fspath(working_directory) if working_directory is not None else self._base(None)
-        cwd = self.resolve_read(cwd_text)
+        cwd_text = os.fspath(working_directory) if working_directory is not None else os.curdir
+        cwd = self.resolve_read(cwd_text, base=base)
         if not cwd.is_dir():
             raise denial(
                 f"Working directory {cwd_text!r} is not a directory.", target=cwd_text, rule="working-directory"
@@ -394,6 +399,30 @@ class Capabilities:
         """
         return await self.shell_grant.approve(request)
 
+    def decide_command(
+        self,
+        line: str,
+        *,
+        working_directory: str | os.PathLike[str] | None = None,
+        environment: Mapping[str, str] | None = None,
+        options: ShellOptions | None = None,
+        base: str | os.PathLike[str] | None = None,
+    ) -> CommandDecision:
+        """Every check for one command, and what happens next: `hold` when the grant holds it for a person.
+
+        The agent loop calls this for each `execute_terminal_command` call before running it (with the call's
+        `command`, `working_dir` and `environment`, and the call's working directory as `base`). A refused command
+        raises here, as the tool would; a held one (`decision.hold`, under `shell_with_loop_approval()`) is saved
+        with a pending approval showing `decision.request`, and run once a person approved it.
+
+        Raises:
+            CapabilityDeniedError: any check failed; nothing has run.
+        """
+        prepared = self.prepare_command(
+            line, working_directory=working_directory, environment=environment, options=options, base=base
+        )
+        return self.shell_grant.decide(prepared)
+
     async def run_command(
         self,
         line: str,
@@ -403,6 +432,7 @@ class Capabilities:
         timeout_seconds: float | None = None,
         options: ShellOptions | None = None,
         approved: bool = False,
+        base: str | os.PathLike[str] | None = None,
     ) -> CommandResult:
         """Check, approve and run one command; the process runner behind `execute_terminal_command`.
 
@@ -410,11 +440,14 @@ class Capabilities:
         approvers are asked here either way.
 
         Raises:
-            CapabilityDeniedError: a check failed, an approver said no, or the loop gate has not approved the call.
+            CapabilityDeniedError: a check failed, or an approver said no.
+            CapabilityMissingError: the grant holds every command for the agent loop's approval gate
+                (`shell_with_loop_approval()`) and the call was not approved there: such a grant needs the agent
+                loop, which holds the call for approval (`decide_command`).
         """
         options = options or ShellOptions()
         prepared = self.prepare_command(
-            line, working_directory=working_directory, environment=environment, options=options
+            line, working_directory=working_directory, environment=environment, options=options, base=base
         )
         return await self.shell_grant.run(prepared, approved=approved, timeout_seconds=timeout_seconds, options=options)
 

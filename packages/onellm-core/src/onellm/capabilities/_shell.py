@@ -32,9 +32,10 @@ from onellm.capabilities._process import (
     run_process,
 )
 from onellm.capabilities._refusal import denial
-from onellm.errors import BadDefinitionError
+from onellm.errors import BadDefinitionError, CapabilityMissingError
 
 __all__ = [
+    "CommandDecision",
     "CommandRequest",
     "CommandResult",
     "PreparedCommand",
@@ -174,6 +175,28 @@ class PreparedCommand:
     def request(self) -> CommandRequest:
         """What an approver is shown."""
         return CommandRequest(self.program, self.args, self.working_directory, self.line, dict(self.model_environment))
+
+
+@dataclass(frozen=True, slots=True)
+class CommandDecision:
+    """What the shell grant says about one command that passed every check, before anything runs.
+
+    `Capabilities.decide_command` returns it. The agent loop asks it for every `execute_terminal_command` call: when
+    `hold` is true it saves the call unanswered with a pending approval showing `request`, and runs it (with `approved`
+    set in `ToolContext.extra`) only once a person approved it, also after a restart.
+    """
+
+    prepared: PreparedCommand
+    """The checked command: what would run, where, with which environment."""
+    hold: bool
+    """The grant holds the call in the agent loop's approval gate until a person approves it (loop approval)."""
+    ask: bool
+    """Host approvers will be asked inside the tool before it runs."""
+
+    @property
+    def request(self) -> CommandRequest:
+        """What a person approving the call is shown (`request.display()` for one line)."""
+        return self.prepared.request
 
 
 @dataclass(frozen=True, slots=True)
@@ -415,6 +438,10 @@ class ShellGrant:
                 return False
         return True
 
+    def decide(self, prepared: PreparedCommand) -> CommandDecision:
+        """Whether a checked command is held for a person in the agent loop, asked of host approvers, or just run."""
+        return CommandDecision(prepared, hold=prepared.loop_approval, ask=bool(self.approvers))
+
     async def run(
         self,
         prepared: PreparedCommand,
@@ -426,12 +453,18 @@ class ShellGrant:
         """Ask for approval as the grant says, then run a prepared command.
 
         Raises:
-            CapabilityDeniedError: an approver said no, or the loop gate has not approved the call.
+            CapabilityMissingError: the grant holds every command for a person in the agent loop, and this call was
+                not approved there (it was run outside an agent run).
+            CapabilityDeniedError: an approver said no.
+            OSError: the program could not be started (its message names the program as written, not its path).
         """
         line = prepared.line
-        if prepared.loop_approval and not approved:
-            raise denial(
-                f"Command {line!r} waits for approval in the agent loop.", target=line, rule="approval-required"
+        if self.decide(prepared).hold and not approved:
+            raise CapabilityMissingError(
+                f"Command {line!r} was not run: the shell grant holds every command until a person approves it "
+                "(Capabilities.shell_with_loop_approval()), and a shell grant with loop approval needs the agent loop, "
+                "which holds the call for approval and runs it once approved. Outside an agent run, grant "
+                "Capabilities.shell_with_approval(approver) to ask inside the tool, or Capabilities.shell_commands(...)."
             )
         if self.approvers and not await self.approve(prepared.request):
             raise denial(f"Command {line!r} was not approved.", target=line, rule="approval-denied")
@@ -439,13 +472,21 @@ class ShellGrant:
         if timeout <= 0:
             raise ValueError("timeout_seconds must be positive")
         timeout = min(timeout, options.max_timeout_seconds)
-        return await run_process(
-            prepared.argv,
-            cwd=prepared.working_directory,
-            env=prepared.environment,
-            timeout_seconds=timeout,
-            output_limit_bytes=options.output_limit_bytes,
-        )
+        try:
+            return await run_process(
+                prepared.argv,
+                cwd=prepared.working_directory,
+                env=prepared.environment,
+                timeout_seconds=timeout,
+                output_limit_bytes=options.output_limit_bytes,
+            )
+        except OSError as exc:
+            # The system names the program's path on PATH or the real working directory: host paths. Say which failed.
+            where = "in its working directory" if exc.filename == prepared.working_directory else ""
+            reason = (exc.strerror or type(exc).__name__).lower()
+            raise OSError(
+                exc.errno, f"could not start {prepared.program!r}{' ' + where if where else ''}: {reason}"
+            ) from exc
 
     # ------------------------------------------------------------------------------------------------ persistence
 
