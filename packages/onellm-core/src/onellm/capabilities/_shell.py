@@ -484,9 +484,7 @@ class ShellGrant:
             # The system names the program's path on PATH or the real working directory: host paths. Say which failed.
             where = "in its working directory" if exc.filename == prepared.working_directory else ""
             reason = (exc.strerror or type(exc).__name__).lower()
-            raise OSError(
-                exc.errno, f"could not start {prepared.program!r}{' ' + where if where else ''}: {reason}"
-            ) from exc
+            raise OSError(f"could not start {prepared.program!r}{' ' + where if where else ''}: {reason}") from exc
 
     # ------------------------------------------------------------------------------------------------ persistence
 

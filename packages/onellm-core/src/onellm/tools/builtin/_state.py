@@ -6,14 +6,20 @@ renamed over the old one, so a crash leaves the previous version or the new one,
 
 - `todo`: one JSON list per instance, `todos/<instance id>.json` (`todos/default.json` outside an agent run);
 - `memory`: one UTF-8 file per key, `memory/<key>.md`, shared by every agent that runs in the same working directory.
+
+The directory is the runtime's, but a hostile local user or an open shell could still plant something there: a link
+is refused, and only a regular file of bounded size is read (a pipe would block, a device never end). Messages name
+the entry, never the directory's host path.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +41,7 @@ MAX_TODO_ITEMS = 100
 MAX_TODO_CONTENT_CHARS = 1000
 MAX_MEMORY_ENTRIES = 200
 MAX_MEMORY_ENTRY_CHARS = 32 * 1024
+_MAX_STATE_FILE_BYTES = 4 * 1024 * 1024
 
 TodoStatus = Literal["pending", "in_progress", "completed"]
 _STATUSES: tuple[str, ...] = ("pending", "in_progress", "completed")
@@ -71,10 +78,38 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 def _checked_dir(state_dir: Path, sub: str) -> Path:
     """`state_dir/sub`, refusing a link at either level (the directory is the runtime's, a link there is planted)."""
-    for p in (state_dir, state_dir / sub):
+    for p, name in ((state_dir, "the state directory"), (state_dir / sub, f"the state directory's {sub!r} folder")):
         if p.is_symlink():
-            raise StateError(f"the state directory {p} is a symbolic link; refusing to follow it")
+            raise StateError(f"{name} is a symbolic link; refusing to follow it")
     return state_dir / sub
+
+
+def _read_regular(path: Path, what: str) -> bytes | None:
+    """The bytes of a regular state file, or None when there is none. A link, a pipe, a device or a file above the
+    size bound is refused without blocking or reading it whole."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags | getattr(os, "O_BINARY", 0))
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK):
+            raise StateError(f"{what} is a symbolic link; refusing to follow it") from None
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise StateError(f"{what} is a directory, not a file")
+        if not stat.S_ISREG(st.st_mode):
+            raise StateError(f"{what} is not a regular file (a pipe, a device or a socket); refusing to read it")
+        if st.st_size > _MAX_STATE_FILE_BYTES:
+            raise StateError(f"{what} is larger than {_MAX_STATE_FILE_BYTES} bytes; refusing to read it")
+        if os.name != "nt":
+            os.set_blocking(fd, True)
+        data = handle.read(_MAX_STATE_FILE_BYTES + 1)
+    if len(data) > _MAX_STATE_FILE_BYTES:
+        raise StateError(f"{what} is larger than {_MAX_STATE_FILE_BYTES} bytes; refusing to read it")
+    return data
 
 
 class TodoStore:
@@ -85,13 +120,13 @@ class TodoStore:
         self.path = _checked_dir(state_dir, "todos") / f"{name}.json"
 
     def read(self) -> list[TodoItem]:
-        if self.path.is_symlink():
-            raise StateError(f"the todo file {self.path} is a symbolic link; refusing to follow it")
-        try:
-            raw = self.path.read_bytes()
-        except FileNotFoundError:
+        raw = _read_regular(self.path, "the todo file of this instance")
+        if raw is None:
             return []
-        data: Any = json.loads(raw)
+        try:
+            data: Any = json.loads(raw)
+        except ValueError:
+            raise StateError("the todo file of this instance is not valid JSON; write the whole list again") from None
         return [
             TodoItem(entry["content"], entry["status"])
             for entry in (data if isinstance(data, list) else [])
@@ -145,13 +180,13 @@ class MemoryStore:
         return [n[:-3] for n in names if _KEY.match(n[:-3])]
 
     def read(self, key: str) -> str:
-        path = self._path(key)
-        if path.is_symlink():
-            raise StateError(f"memory entry {key!r} is a symbolic link; refusing to follow it")
+        raw = _read_regular(self._path(key), f"memory entry {key!r}")
+        if raw is None:
+            raise StateError(f"no memory entry {key!r}; existing keys: {', '.join(self.keys()) or 'none'}")
         try:
-            return path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise StateError(f"no memory entry {key!r}; existing keys: {', '.join(self.keys()) or 'none'}") from None
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise StateError(f"memory entry {key!r} is not UTF-8 text") from None
 
     def write(self, key: str, content: str, *, append: bool = False) -> int:
         path = self._path(key)
@@ -171,3 +206,5 @@ class MemoryStore:
             path.unlink()
         except FileNotFoundError:
             raise StateError(f"no memory entry {key!r}") from None
+        except IsADirectoryError:
+            raise StateError(f"memory entry {key!r} is a directory, not a file") from None
