@@ -24,7 +24,7 @@ from onellm.capabilities._shell import (
 )
 
 if TYPE_CHECKING:
-    from onellm.capabilities._egress import EgressClient, Resolver
+    from onellm.capabilities._egress import EgressClient, Resolver, check_url
 
 __all__ = [
     "Capabilities",
@@ -41,12 +41,13 @@ __all__ = [
     "ShellGrant",
     "ShellMode",
     "ShellOptions",
+    "check_url",
     "run_process",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("EgressClient", "Resolver"):
+    if name in ("EgressClient", "Resolver", "check_url"):
         from onellm.capabilities import _egress
 
         return getattr(_egress, name)

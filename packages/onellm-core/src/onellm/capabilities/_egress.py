@@ -24,10 +24,10 @@ import httpcore
 import httpx
 
 from onellm.capabilities._caps import Capabilities
-from onellm.capabilities._network import NetworkGrant, normalize_host, parse_address, system_resolve
+from onellm.capabilities._network import NetworkGrant, normalize_host, parse_address, system_resolve, valid_port
 from onellm.capabilities._refusal import denial
 
-__all__ = ["EgressClient", "Resolver"]
+__all__ = ["EgressClient", "Resolver", "check_url"]
 
 #: Resolves a host name to addresses, in preference order: `resolver(host, port)` or `resolver(host)`, returning the
 #: address strings or an awaitable of them.
@@ -130,6 +130,45 @@ class _GuardedTransport(httpx.AsyncHTTPTransport):
         )
 
 
+def check_url(grant: NetworkGrant, url: httpx.URL | str) -> httpx.URL:
+    """The check made before a request or a redirect hop is sent: an http(s) URL with a host, a port from 1 to 65535
+    (the scheme's default when none is written) and a host the grant allows. Returns the parsed URL.
+
+    Raises:
+        CapabilityDeniedError: `bad-url` (not a URL, or a port outside 1-65535), `network-off`, `scheme` (not http or
+            https, or no host) or `host-not-granted`.
+    """
+    try:
+        parsed = url if isinstance(url, httpx.URL) else httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise denial(f"Request to {url!r} refused: {exc}.", target=str(url), rule="bad-url") from None
+    text = str(parsed)
+    if not grant.enabled:
+        raise denial(f"Request to {text} refused: no network grant.", target=text, rule="network-off")
+    if parsed.scheme not in ("http", "https"):
+        raise denial(f"Request to {text} refused: only http and https URLs are allowed.", target=text, rule="scheme")
+    if not parsed.host:
+        raise denial(f"Request to {text} refused: the URL has no host.", target=text, rule="scheme")
+    # httpx keeps any number as the port (0, 70000, even -1); the socket layer would fail on it only when the
+    # connection opens, untyped. Port 0 must not be read as "no port" either: it would be checked as 80 or 443.
+    port = parsed.port if parsed.port is not None else _DEFAULT_PORTS[parsed.scheme]
+    if not valid_port(port):
+        raise denial(f"Request to {text} refused: port {port} is outside 1-65535.", target=text, rule="bad-url")
+    try:
+        host = normalize_host(parsed.host)
+    except ValueError:
+        raise denial(
+            f"Request to {text} refused: the host is not valid.", target=text, rule="host-not-granted"
+        ) from None
+    if not grant.allows_host(host, port):
+        raise denial(
+            f"Request to {text} refused: host {host}:{port} is not in the network grant.",
+            target=f"{host}:{port}",
+            rule="host-not-granted",
+        )
+    return parsed
+
+
 def _origin(url: httpx.URL) -> tuple[str, str, int]:
     port = url.port or _DEFAULT_PORTS.get(url.scheme, 0)
     return (url.scheme, normalize_host(url.host), port)
@@ -216,38 +255,13 @@ class EgressClient:
         await self.aclose()
 
     def check_url(self, url: httpx.URL | str) -> httpx.URL:
-        """The check made before a request or a redirect hop is sent. Returns the parsed URL.
+        """The check made before a request or a redirect hop is sent (see `check_url`). Returns the parsed URL.
 
         Raises:
-            CapabilityDeniedError: no network grant, a scheme other than http or https, or a host the grant lacks.
+            CapabilityDeniedError: not a URL or a port outside 1-65535, no network grant, a scheme other than http or
+                https, or a host the grant lacks.
         """
-        try:
-            parsed = url if isinstance(url, httpx.URL) else httpx.URL(url)
-        except httpx.InvalidURL as exc:
-            raise denial(f"Request to {url!r} refused: {exc}.", target=str(url), rule="bad-url") from None
-        text = str(parsed)
-        if not self.grant.enabled:
-            raise denial(f"Request to {text} refused: no network grant.", target=text, rule="network-off")
-        if parsed.scheme not in ("http", "https"):
-            raise denial(
-                f"Request to {text} refused: only http and https URLs are allowed.", target=text, rule="scheme"
-            )
-        if not parsed.host:
-            raise denial(f"Request to {text} refused: the URL has no host.", target=text, rule="scheme")
-        port = parsed.port or _DEFAULT_PORTS[parsed.scheme]
-        try:
-            host = normalize_host(parsed.host)
-        except ValueError:
-            raise denial(
-                f"Request to {text} refused: the host is not valid.", target=text, rule="host-not-granted"
-            ) from None
-        if not self.grant.allows_host(host, port):
-            raise denial(
-                f"Request to {text} refused: host {host}:{port} is not in the network grant.",
-                target=f"{host}:{port}",
-                rule="host-not-granted",
-            )
-        return parsed
+        return check_url(self.grant, url)
 
     @contextlib.asynccontextmanager
     async def stream(

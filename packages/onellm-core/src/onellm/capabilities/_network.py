@@ -298,9 +298,16 @@ class NetworkEntry:
         return addr is not None and _in_network(addr, self.network)
 
 
+def valid_port(port: object) -> bool:
+    """Whether `port` is a TCP port a connection can be made to: an int from 1 to 65535."""
+    return isinstance(port, int) and not isinstance(port, bool) and 1 <= port <= 65535
+
+
 def _parse_port(text: str, entry: str) -> int:
-    if not text.isdigit() or not 0 < int(text) < 65536:
-        raise ValueError(f"network entry {entry!r} has an invalid port {text!r}")
+    # ASCII digits only: `str.isdigit` also says yes to superscripts (which `int` refuses) and to other scripts'
+    # digits (which `int` reads, and a URL never carries).
+    if not (text.isascii() and text.isdigit()) or not valid_port(int(text)):
+        raise ValueError(f"network entry {entry!r} has an invalid port {text!r} (ports are 1 to 65535)")
     return int(text)
 
 
@@ -397,7 +404,12 @@ class NetworkGrant:
         return NetworkGrant(False, frozenset(result))
 
     def allows_host(self, host: str, port: int) -> bool:
-        """The check made before anything is sent: could some address of `host:port` be allowed?"""
+        """The check made before anything is sent: could some address of `host:port` be allowed?
+
+        A port outside 1-65535 is never allowed.
+        """
+        if not valid_port(port):
+            return False
         h = normalize_host(host)
         if self.any_public:
             addr = parse_address(h)
@@ -413,6 +425,8 @@ class NetworkGrant:
         that covers it. So a name entry never reaches a private address by itself, and a connection never reaches an
         address the grant does not name or treat as public.
         """
+        if not valid_port(port):
+            return False
         try:
             h = normalize_host(host)
         except ValueError:

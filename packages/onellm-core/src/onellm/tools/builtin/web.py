@@ -179,19 +179,27 @@ async def _brave_search(
 ) -> dict[str, Any]:
     import httpx
 
+    from onellm.capabilities import check_url
     from onellm.messages import CostLine
 
     headers = {"Accept": "application/json", "X-Subscription-Token": key.reveal()}
     params = {"q": query, "count": str(count)}
     caps = ctx.capabilities
+    # The endpoint is checked against the grant before anything is sent, whichever client sends it.
+    try:
+        url = check_url(caps.network_grant, options.brave_endpoint)
+    except CapabilityDeniedError as exc:
+        if exc.rule not in ("network-off", "host-not-granted"):
+            raise
+        host = httpx.URL(options.brave_endpoint).host
+        raise CapabilityDeniedError(
+            f"search_web needs {host} in the network grant (Capabilities.network({host!r}) or "
+            f"Capabilities.any_public_hosts()) (rule: {exc.rule})",
+            target=exc.target,
+            rule=exc.rule,
+        ) from None
     if options.search_transport is not None:
-        # A host-supplied transport (tests): the grant's host check still applies before anything is sent.
-        url = httpx.URL(options.brave_endpoint)
-        port = url.port or (443 if url.scheme == "https" else 80)
-        if not caps.network_enabled or not caps.allows_host(url.host, port):
-            raise CapabilityDeniedError(
-                f"search_web needs {url.host} in the network grant", target=f"{url.host}:{port}", rule="network"
-            )
+        # A host-supplied transport (tests): the URL check above still applied.
         async with httpx.AsyncClient(transport=options.search_transport, trust_env=False) as plain:
             response = await plain.get(url, params=params, headers=headers, timeout=options.http_timeout_seconds)
             await response.aread()
@@ -200,7 +208,7 @@ async def _brave_search(
 
         client = EgressClient.shared(caps)
         response = await client.request(
-            "GET", options.brave_endpoint, params=params, headers=headers, timeout=options.http_timeout_seconds
+            "GET", url, params=params, headers=headers, timeout=options.http_timeout_seconds
         )
     # The query was sent: it is charged whatever the answer says.
     pricing = options.search_pricing
