@@ -218,3 +218,24 @@ async def test_the_agent_tools_show_no_host_path(layout: dict[str, Path]) -> Non
         result = await _call(layout, name, args, _caps(layout))
         assert result.is_error, result.text
         _assert_no_host_path(layout, name, args, result)
+
+
+HTTP_CASES: list[str] = [
+    "http://other.example/",
+    "file:///etc/passwd",
+    "http://api.example.com:70000/",
+    "http://[::1]/",
+    "http://127.0.0.1:1/",
+    "ftp://api.example.com/x",
+    "http:///nohost",
+]
+
+
+@pytest.mark.parametrize("url", HTTP_CASES)
+@pytest.mark.parametrize("tool", ["http_request", "read_file"])
+async def test_the_url_tools_show_no_host_path(layout: dict[str, Path], url: str, tool: str) -> None:
+    caps = _caps(layout, Capabilities.network("api.example.com", "127.0.0.1"))
+    args = {"url": url} if tool == "http_request" else {"path": url}
+    result = await _call(layout, tool, args, caps)
+    assert result.is_error, result.text
+    _assert_no_host_path(layout, tool, args, result)
