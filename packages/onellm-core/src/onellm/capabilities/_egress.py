@@ -140,14 +140,17 @@ def check_url(grant: NetworkGrant, url: httpx.URL | str) -> httpx.URL:
     """
     try:
         parsed = url if isinstance(url, httpx.URL) else httpx.URL(url)
-    except httpx.InvalidURL as exc:
+        # The host is decoded from IDNA on first use, and the codec's own errors (`xn--a.com`) are ValueErrors that
+        # httpx lets through, at construction or here.
+        url_host = parsed.host
+    except (httpx.InvalidURL, ValueError) as exc:
         raise denial(f"Request to {url!r} refused: {exc}.", target=str(url), rule="bad-url") from None
     text = str(parsed)
     if not grant.enabled:
         raise denial(f"Request to {text} refused: no network grant.", target=text, rule="network-off")
     if parsed.scheme not in ("http", "https"):
         raise denial(f"Request to {text} refused: only http and https URLs are allowed.", target=text, rule="scheme")
-    if not parsed.host:
+    if not url_host:
         raise denial(f"Request to {text} refused: the URL has no host.", target=text, rule="scheme")
     # httpx keeps any number as the port (0, 70000, even -1); the socket layer would fail on it only when the
     # connection opens, untyped. Port 0 must not be read as "no port" either: it would be checked as 80 or 443.
@@ -155,7 +158,7 @@ def check_url(grant: NetworkGrant, url: httpx.URL | str) -> httpx.URL:
     if not valid_port(port):
         raise denial(f"Request to {text} refused: port {port} is outside 1-65535.", target=text, rule="bad-url")
     try:
-        host = normalize_host(parsed.host)
+        host = normalize_host(url_host)
     except ValueError:
         raise denial(
             f"Request to {text} refused: the host is not valid.", target=text, rule="host-not-granted"
@@ -167,6 +170,21 @@ def check_url(grant: NetworkGrant, url: httpx.URL | str) -> httpx.URL:
             rule="host-not-granted",
         )
     return parsed
+
+
+_LOCATION = "onellm.redirect_location"
+
+
+async def _take_location(response: httpx.Response) -> None:
+    """Take a redirect's `Location` off the response before httpx reads it.
+
+    httpx builds the next request of a redirect even when it does not follow it, and decoding a hostile location there
+    (an IDNA host such as `xn--a.com`) raises the codec's own error from inside `send`, untyped. The hops are followed
+    here by hand, so the location is kept aside for `_send` to check.
+    """
+    if response.status_code in _REDIRECTS and "location" in response.headers:
+        response.extensions[_LOCATION] = response.headers["location"]
+        del response.headers["location"]
 
 
 def _origin(url: httpx.URL) -> tuple[str, str, int]:
@@ -223,6 +241,7 @@ class EgressClient:
             timeout=timeout,
             headers=headers,
             cookies=jar,
+            event_hooks={"response": [_take_location]},
         )
 
     _shared: ClassVar[weakref.WeakKeyDictionary[Any, dict[Any, EgressClient]]] = weakref.WeakKeyDictionary()
@@ -342,13 +361,14 @@ class EgressClient:
         for _hop in range(self.max_redirects + 1):
             request = self._client.build_request(method, current, headers=hdrs, content=body, **extra)
             response = await self._client.send(request, stream=True)
-            location = response.headers.get("location")
+            location = response.extensions.get(_LOCATION)
             if response.status_code not in _REDIRECTS or location is None:
                 return response
             await response.aclose()
             try:
                 target = current.join(location)
-            except httpx.InvalidURL as exc:
+                target.host  # noqa: B018 (decoding the host is what may fail)
+            except (httpx.InvalidURL, ValueError) as exc:
                 raise denial(
                     f"Redirect from {current} to an invalid location {location!r}.", target=location, rule="redirect"
                 ) from exc
