@@ -133,8 +133,12 @@ LINES: list[tuple[str, object]] = [
 
 @pytest.fixture
 def fake_bin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A PATH with the listed programs (real ones linked where they exist), plus relative entries that must be ignored."""
-    bin_dir = tmp_path / "bin"
+    """A PATH with the listed programs (real ones linked where they exist), plus relative entries that must be ignored.
+
+    The directory sits beside `tmp_path`, not in it: tests grant files under `tmp_path`, and a PATH directory the
+    file tools can write is not searched.
+    """
+    bin_dir = tmp_path.parent / f"{tmp_path.name}-bin"
     bin_dir.mkdir()
     for name in ("ls", "echo", "git", "cat", "sh", "printenv", "sleep", "head"):
         real = shutil.which(name)

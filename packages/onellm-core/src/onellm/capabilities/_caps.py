@@ -15,7 +15,7 @@ the instance file, and the public methods, each handed to the grant it belongs t
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
@@ -352,9 +352,10 @@ class Capabilities:
 
         Raises:
             CapabilityDeniedError: the shell is off, the line holds shell syntax, it is not on the allow-list, the
-                program is not on PATH, or an argument would be re-read as a command.
+                program is not on PATH (outside the directories the file tools can write), or an argument would be
+                re-read as a command.
         """
-        return self.shell_grant.parse(line)
+        return self.shell_grant.parse(line, trusted=self._program_trusted())
 
     def prepare_command(
         self,
@@ -374,7 +375,8 @@ class Capabilities:
         Raises:
             CapabilityDeniedError: any check failed; nothing has run.
         """
-        program, args = self.shell_grant.parse(line)
+        trusted = self._program_trusted()
+        program, args = self.shell_grant.parse(line, trusted=trusted)
         cwd_text = os.fspath(working_directory) if working_directory is not None else os.curdir
         cwd = self.resolve_read(cwd_text, base=base)
         if not cwd.is_dir():
@@ -389,7 +391,15 @@ class Capabilities:
             environment=environment,
             options=options or ShellOptions(),
             host_environment=host_environment,
+            trusted=trusted,
         )
+
+    def _program_trusted(self) -> Callable[[str], bool] | None:
+        """Whether a program may be run from a path: not where the file tools can write (None: they write nowhere)."""
+        grant = self.file_grant
+        if not grant.write_roots:
+            return None
+        return lambda path: not grant.is_writable(path, os.sep)
 
     async def approve(self, request: CommandRequest) -> bool:
         """Ask every approver of the grant (in order); True only when all approve. True when there are none.

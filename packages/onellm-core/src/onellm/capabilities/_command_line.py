@@ -12,8 +12,7 @@ can run git (the mark that arms the git rules of the file grant).
 from __future__ import annotations
 
 import os
-import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 __all__ = [
     "GIT_FRONT_ENDS",
@@ -257,28 +256,46 @@ def entry_lists_git(entry: Sequence[str], path: str | None = None) -> bool:
     return False
 
 
-def search_path(path: str | None = None) -> list[str]:
-    """The absolute directories of PATH; empty and relative entries (the working directory) are skipped."""
+def search_path(path: str | None = None, *, trusted: Callable[[str], bool] | None = None) -> list[str]:
+    """The absolute directories of PATH; empty and relative entries (the working directory) are skipped, and so is
+    every directory `trusted` says no to (one the file tools can write, where a model could plant a program)."""
     raw = os.environ.get("PATH", os.defpath) if path is None else path
-    return [d for d in raw.split(os.pathsep) if d and os.path.isabs(d)]
+    dirs = [d for d in raw.split(os.pathsep) if d and os.path.isabs(d)]
+    return [d for d in dirs if trusted(d)] if trusted is not None else dirs
 
 
-def lookup_program(program: str, path: str | None = None) -> str | None:
-    """Find a bare program name on PATH only, never in the working directory. Returns its absolute path or None."""
+def lookup_program(
+    program: str, path: str | None = None, *, trusted: Callable[[str], bool] | None = None
+) -> str | None:
+    """Find a bare program name on PATH only, never in the working directory. Returns its absolute path or None.
+
+    With `trusted`, directories it says no to are not searched, and a program whose real path (through links) it says
+    no to is passed over for the next one on PATH.
+    """
     if "/" in program or "\\" in program or program in ("", ".", ".."):
         return None
-    dirs = search_path(path)
+    dirs = search_path(path, trusted=trusted)
     if not dirs:
         return None
     if os.name == "nt":
         exts = [
             e for e in os.environ.get("PATHEXT", ".COM;.EXE").split(os.pathsep) if e.lower() not in (".bat", ".cmd")
         ]
-        for d in dirs:
-            for ext in ["", *exts]:
-                candidate = os.path.join(d, program + ext)
-                if ext and os.path.isfile(candidate):
-                    return candidate
-        return None
-    found = shutil.which(program, path=os.pathsep.join(dirs))
-    return found if found and os.path.isabs(found) else None
+        names = [program + ext for ext in exts]
+    else:
+        names = [program]
+    for d in dirs:
+        for name in names:
+            candidate = os.path.join(d, name)
+            if not _is_executable(candidate):
+                continue
+            if trusted is not None and not trusted(os.path.realpath(candidate)):
+                continue
+            return candidate
+    return None
+
+
+def _is_executable(candidate: str) -> bool:
+    if os.name == "nt":
+        return os.path.isfile(candidate)
+    return os.path.isfile(candidate) and os.access(candidate, os.X_OK)

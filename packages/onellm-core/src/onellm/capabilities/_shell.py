@@ -21,6 +21,7 @@ from onellm.capabilities._command_line import (
     lookup_program,
     program_stem,
     reinterpreter_problem,
+    search_path,
     split_command_line,
 )
 from onellm.capabilities._process import (
@@ -293,8 +294,10 @@ class ShellGrant:
 
     # -------------------------------------------------------------------------------------------------- the checks
 
-    def parse(self, line: str) -> tuple[str, list[str]]:
+    def parse(self, line: str, *, trusted: Callable[[str], bool] | None = None) -> tuple[str, list[str]]:
         """Check a command line against the grant and split it: `(program, args)` (see `Capabilities.parse_command`).
+
+        `trusted` says whether a PATH directory or program may be run from (see `find_program`).
 
         Raises:
             CapabilityDeniedError: the shell is off, the line holds shell syntax, it is not on the allow-list, the
@@ -326,15 +329,18 @@ class ShellGrant:
         problem = reinterpreter_problem(program, args)
         if problem is not None:
             raise denial(f"Command {line!r} is refused: {problem}.", target=line, rule="reinterpreter")
-        self.find_program(program, line)
+        self.find_program(program, line, trusted=trusted)
         return program, list(args)
 
-    def find_program(self, program: str, line: str) -> str:
+    def find_program(self, program: str, line: str, *, trusted: Callable[[str], bool] | None = None) -> str:
         """The absolute path of the program a split line runs: looked up on PATH only, or an absolute path as written.
+
+        PATH directories `trusted` says no to (those the file tools can write) are not searched, and a program that
+        leads into one is passed over: a model that can write a file there could put its own `ls` before the real one.
 
         Raises:
             CapabilityDeniedError: a relative program path, a path that is not an executable file, or a name not on
-                PATH.
+                PATH outside the directories the file tools can write.
         """
         if "/" in program or (os.name == "nt" and "\\" in program):
             if not os.path.isabs(program):
@@ -350,8 +356,15 @@ class ShellGrant:
                     rule="program-path",
                 )
             return program
-        found = lookup_program(program)
+        found = lookup_program(program, trusted=trusted)
         if found is None:
+            if trusted is not None and lookup_program(program) is not None:
+                raise denial(
+                    f"Command {line!r}: program {program!r} is on PATH only in a directory the file tools can write "
+                    "(a model could have put it there), so it is not run.",
+                    target=line,
+                    rule="program-path",
+                )
             raise denial(
                 f"Command {line!r}: program {program!r} was not found on PATH.", target=line, rule="program-not-found"
             )
@@ -367,8 +380,13 @@ class ShellGrant:
         environment: Mapping[str, str] | None,
         options: ShellOptions,
         host_environment: Mapping[str, str] | None,
+        trusted: Callable[[str], bool] | None = None,
     ) -> PreparedCommand:
         """A parsed line with its checked working directory: the model's variables checked, the environment built.
+
+        Without an open shell the child's PATH keeps only absolute directories `trusted` accepts, so a program the
+        command starts by name (a pager, an editor, a hook's interpreter) is never found in the working directory or
+        in a directory the file tools can write.
 
         Raises:
             CapabilityDeniedError: a variable the model may not set, or one that is not valid text.
@@ -404,7 +422,9 @@ class ShellGrant:
                         rule="environment",
                     )
             env = minimal_environment(host, options.inherited_environment_names)
-            argv = (self.find_program(program, line), *args)
+            if "PATH" in env:
+                env["PATH"] = os.pathsep.join(search_path(env["PATH"], trusted=trusted))
+            argv = (self.find_program(program, line, trusted=trusted), *args)
         env.update(model_env)
         return PreparedCommand(
             argv=argv,
