@@ -165,3 +165,61 @@ def test_pipes_and_devices_are_refused_before_they_are_opened(tree: Path, monkey
             with pytest.raises(OSError, match="Not a regular file"):
                 devices.read_bytes(name, base="/dev")
     assert not any(p.endswith(("zero", "urandom")) for p in opened)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".g\u200cit/config",  # HFS+ leaves zero-width joiners out of the comparison: this is `.git` there
+        ".git\ufeff/hooks/pre-commit",
+        "CV\u200dS/Root",
+        ".GIT\u200e/config",
+        ".gitmodules\u202c",
+        ".h\u206ag/hgrc",
+    ],
+)
+def test_control_names_with_code_points_hfs_ignores_are_refused(tree: Path, path: str) -> None:
+    caps = Capabilities.files(tree).with_working_directory(tree)
+    with pytest.raises(CapabilityDeniedError) as info:
+        caps.resolve_write(path)
+    assert info.value.rule == "repo-control"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".ONELLM/instances/i.yaml",  # the same directory on a case-folding file system (macOS, Windows, FAT, SMB)
+        ".OneLLM/instances",
+        ".onel\u200clm/instances/i.yaml",
+        ".onellm./instances/i.yaml",
+        "runs\u0130/x",  # not a fold of `runs`: stays readable
+    ],
+)
+def test_protected_state_is_compared_without_case_on_every_platform(tree: Path, path: str) -> None:
+    caps = Capabilities.files(tree).with_working_directory(tree).with_protected_paths(tree / "runs")
+    if path.startswith("runs\u0130"):
+        assert caps.resolve_read(path) == tree / path
+        return
+    for check in (caps.resolve_read, caps.resolve_write):
+        with pytest.raises(CapabilityDeniedError) as info:
+            check(path)
+        assert info.value.rule == "protected-state"
+
+
+def test_a_protected_directory_with_another_normalisation_or_case_is_left_out_of_walks(tree: Path) -> None:
+    store = tree / "Caf\u00e9-store"
+    store.mkdir()
+    (store / "i.yaml").write_text("transcript")
+    spelled = tree / "Cafe\u0301-store"  # the same name in NFD: one directory on APFS and HFS+
+    spelled.mkdir()
+    (spelled / "i.yaml").write_text("transcript")
+    shouting = tree / ".ONELLM"
+    shouting.mkdir()
+    (shouting / "x.yaml").write_text("state")
+    caps = Capabilities.files(tree).with_working_directory(tree).with_protected_paths(store)
+    with pytest.raises(CapabilityDeniedError):
+        caps.resolve_read("Cafe\u0301-store/i.yaml")
+    with caps.open_directory(".") as handle:
+        listed = {e.name for e in handle.scan() if handle.allows(e.name)}
+    assert "a.txt" in listed
+    assert not listed & {"Caf\u00e9-store", "Cafe\u0301-store", ".ONELLM", ".onellm"}

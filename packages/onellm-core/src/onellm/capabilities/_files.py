@@ -23,13 +23,13 @@ from onellm.capabilities._paths import (
     STATE_DIR_NAME,
     SymlinkLoopError,
     UnresolvablePathError,
-    component_key,
     current_flavor,
     foreign_drive_problem,
     is_within,
     length_problem,
+    loose_key,
+    loosely_within,
     name_key,
-    path_key,
     resolve_real,
     short_alias_problem,
     split_components,
@@ -177,10 +177,13 @@ class FileGrant:
         alias = short_alias_problem(resolved, os.fspath(root))
         if alias is not None:
             raise _deny(f"Path {shown(text)!r} is refused: {alias}.", text, "short-name")
-        # The path as written counts too, so a state directory replaced by a link stays out of reach by its name.
+        # The path as written counts too, so a state directory replaced by a link stays out of reach by its name. The
+        # comparison ignores case and the code points HFS+ ignores on every platform: a case-folding file system on
+        # Linux would otherwise open `.ONELLM` as `.onellm`.
         written = os.path.normpath(os.path.join(base, text))
         for protected in self.protected_paths:
-            if is_within(resolved, os.fspath(protected), flavor) or is_within(written, os.fspath(protected), flavor):
+            key = os.fspath(protected)
+            if loosely_within(resolved, key, flavor) or loosely_within(written, key, flavor):
                 raise _deny(f"Path {shown(text)!r} is inside the runtime's protected state.", text, "protected-state")
         if write and not self.repo_control_writes:
             self._check_repository_rules(text, resolved, base, root)
@@ -317,11 +320,11 @@ class FileGrant:
         refused only when it is a protected path itself: one of these names.
         """
         flavor = current_flavor()
-        here = path_key(directory, flavor)
+        here = loose_key(directory, flavor)
         depth = len(here)
         found: set[str] = set()
         for protected in self.protected_paths:
-            key = path_key(os.fspath(protected), flavor)
+            key = loose_key(os.fspath(protected), flavor)
             if len(key) == depth + 1 and key[:depth] == here:
                 found.add(key[-1])
         return frozenset(found)
@@ -329,7 +332,7 @@ class FileGrant:
     @staticmethod
     def entry_key(name: str) -> str:
         """The comparison key of one directory entry's name, as `protected_names_in` gives them."""
-        return component_key(name)
+        return name_key(name)
 
     # ------------------------------------------------------------------------------------------------ persistence
 

@@ -64,14 +64,42 @@ def fold(text: str) -> str:
     return unicodedata.normalize("NFC", text).casefold().translate(_EXTRA_FOLDS)
 
 
-def name_key(name: str) -> str:
-    """Comparison key of one file name for the control-name and role rules on every platform.
+# Code points HFS+ leaves out when it compares names (the zero-width joiners and marks, the bidirectional embeddings,
+# the deprecated format controls, the byte-order mark): `.g\u200cit` is `.git` there. Git refuses them in `.git` for
+# the same reason.
+_HFS_IGNORED = dict.fromkeys(
+    [0x200C, 0x200D, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x206A, 0x2070), 0xFEFF], None
+)
 
-    Trailing dots and spaces are dropped (Windows ignores them) and the name is folded, so `.GIT.`, `.Git ` and `.git`
-    are the same name. A false match only refuses more.
+
+def name_key(name: str) -> str:
+    """Comparison key of one file name for the rules that only refuse (control names, git roles, protected state), on
+    every platform.
+
+    Trailing dots and spaces are dropped (Windows ignores them), code points HFS+ ignores are removed, and the name is
+    folded, so `.GIT.`, `.Git `, `.g\u200cit` and `.git` are the same name. A false match only refuses more.
     """
+    if not name.isascii():
+        name = name.translate(_HFS_IGNORED)
     stripped = name.rstrip(". ")
     return fold(stripped if stripped else name)
+
+
+def loose_key(path: str, flavor: Flavor | None = None) -> tuple[str, ...]:
+    """The key of a path for rules that only refuse: the anchor, then `name_key` of each name, on every platform.
+
+    A file system that ignores case (Windows, macOS, a case-folding ext4 directory, a FAT or SMB mount on Linux), or
+    the code points HFS+ ignores, would otherwise let `.ONELLM` reach the protected `.onellm`.
+    """
+    anchor, names = split_components(path, flavor or current_flavor())
+    return (fold(anchor), *(name_key(n) for n in names))
+
+
+def loosely_within(candidate: str, root: str, flavor: Flavor | None = None) -> bool:
+    """`is_within`, comparing by `loose_key`: true for more pairs than any file system would treat as the same."""
+    ck = loose_key(candidate, flavor)
+    rk = loose_key(root, flavor)
+    return len(ck) >= len(rk) and ck[: len(rk)] == rk
 
 
 def split_components(path: str, flavor: Flavor) -> tuple[str, list[str]]:
