@@ -324,6 +324,15 @@ async def test_cancellation_kills_the_process(runner: Capabilities, tmp_path: Pa
     assert not _alive(pid)
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("seconds", [float("nan"), 0.0, -1.0])
+async def test_a_timeout_that_is_not_a_positive_number_is_refused(
+    runner: Capabilities, tmp_path: Path, seconds: float
+) -> None:
+    with pytest.raises(ValueError, match="timeout_seconds must be positive"):
+        await runner.run_command("echo hi", working_directory=tmp_path, timeout_seconds=seconds)
+
+
 def test_default_timeout_is_thirty_seconds_and_capped() -> None:
     options = ShellOptions()
     assert options.default_timeout_seconds == 30

@@ -489,7 +489,7 @@ class ShellGrant:
         if self.approvers and not await self.approve(prepared.request):
             raise denial(f"Command {line!r} was not approved.", target=line, rule="approval-denied")
         timeout = options.default_timeout_seconds if timeout_seconds is None else float(timeout_seconds)
-        if timeout <= 0:
+        if not timeout > 0:  # NaN too
             raise ValueError("timeout_seconds must be positive")
         timeout = min(timeout, options.max_timeout_seconds)
         try:

@@ -9,6 +9,7 @@ error; its host must be in the network grant like any other; each query is charg
 from __future__ import annotations
 
 import os
+import re
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import msgspec
@@ -27,6 +28,9 @@ _Count = Annotated[int, msgspec.Meta(ge=1, le=20)]
 _MAX_QUERY_CHARS = 400
 _MAX_QUERY_WORDS = 50
 _SHOWN_HEADERS = ("content-type", "content-length", "location", "last-modified", "etag", "retry-after")
+# RFC 9110: a field name is a token; a value is visible ASCII, spaces and tabs (httpx sends values as ASCII).
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")
 _TEXT_TYPES = ("text/", "application/json", "application/xml", "application/xhtml", "application/javascript")
 
 
@@ -121,8 +125,15 @@ def web_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
         if data is not None and len(data) > options.http_request_body_limit_bytes:
             raise ValueError(f"body is {len(data)} bytes, above the limit of {options.http_request_body_limit_bytes}")
         for name, value in (headers or {}).items():
-            if not name or any(c in name for c in "\r\n:\x00") or any(c in value for c in "\r\n\x00"):
-                raise ValueError(f"header {name!r} has a name or value with line breaks or control characters")
+            if not _HEADER_NAME.fullmatch(name):
+                raise ValueError(
+                    f"header name {name!r} is not valid: letters, digits and !#$%&'*+-.^_`|~ only, no spaces"
+                )
+            if not _HEADER_VALUE.fullmatch(value):
+                raise ValueError(
+                    f"header {name!r} has a value with line breaks, control characters or non-ASCII text; "
+                    "HTTP header values are ASCII"
+                )
         client = EgressClient.shared(ctx.capabilities)
         import httpx
 
