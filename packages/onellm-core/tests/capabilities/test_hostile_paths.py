@@ -223,3 +223,14 @@ def test_a_protected_directory_with_another_normalisation_or_case_is_left_out_of
         listed = {e.name for e in handle.scan() if handle.allows(e.name)}
     assert "a.txt" in listed
     assert not listed & {"Caf\u00e9-store", "Cafe\u0301-store", ".ONELLM", ".onellm"}
+
+
+def test_grants_built_on_a_link_loop_say_so(tree: Path) -> None:
+    for build in (
+        lambda: Capabilities.files(tree / "loop1"),
+        lambda: Capabilities.read_only_files(tree / "selfloop" / "x"),
+        lambda: Capabilities.files(tree).with_working_directory(tree / "loop1"),
+        lambda: Capabilities.files(tree).with_protected_paths(tree / "loop2"),
+    ):
+        with pytest.raises(ValueError, match="symbolic link loop"):
+            build()

@@ -22,9 +22,8 @@ from typing import IO, Any
 
 from onellm.capabilities import _file_io
 from onellm.capabilities._file_io import DirectoryHandle
-from onellm.capabilities._files import FileGrant
+from onellm.capabilities._files import FileGrant, roots_of
 from onellm.capabilities._network import NetworkGrant
-from onellm.capabilities._paths import resolve_real
 from onellm.capabilities._refusal import denial
 from onellm.capabilities._shell import (
     CommandDecision,
@@ -202,8 +201,13 @@ class Capabilities:
         return replace(self, file_grant=self.file_grant.with_protected_paths(paths))
 
     def with_working_directory(self, path: str | os.PathLike[str]) -> Capabilities:
-        """Where relative paths and commands start."""
-        return replace(self, working_directory=Path(resolve_real(path, os.getcwd())))
+        """Where relative paths and commands start (taken as its real path).
+
+        Raises:
+            ValueError: the path holds a symbolic link loop, or cannot be resolved.
+        """
+        (real,) = roots_of((path,))
+        return replace(self, working_directory=real)
 
     def _base(self, base: str | os.PathLike[str] | None) -> str:
         if base is not None:
