@@ -399,11 +399,23 @@ class Capabilities:
         )
 
     def _program_trusted(self) -> Callable[[str], bool] | None:
-        """Whether a program may be run from a path: not where the file tools can write (None: they write nowhere)."""
+        """Whether a program may be run from a path: not where the file tools can write (None: they write nowhere).
+
+        One answer per path for the whole check: the line's program, the argv and the child's PATH ask about the same
+        directories.
+        """
         grant = self.file_grant
         if not grant.write_roots:
             return None
-        return lambda path: not grant.is_writable(path, os.sep)
+        answers: dict[str, bool] = {}
+
+        def trusted(path: str) -> bool:
+            answer = answers.get(path)
+            if answer is None:
+                answer = answers[path] = not grant.may_write_below(path)
+            return answer
+
+        return trusted
 
     async def approve(self, request: CommandRequest) -> bool:
         """Ask every approver of the grant (in order); True only when all approve. True when there are none.

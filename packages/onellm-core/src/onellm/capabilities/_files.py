@@ -313,6 +313,19 @@ class FileGrant:
             return False
         return True
 
+    def may_write_below(self, path: str) -> bool:
+        """Whether the file tools could write at or below `path` (an absolute path): it resolves under a write root and
+        outside the protected state. The repository rules are left out, so this says yes a little more often than
+        `is_writable`, which is the safe side for a question asked to decide what to distrust."""
+        try:
+            real = resolve_real(path, os.sep)
+        except OSError:
+            return True  # cannot tell: distrust it
+        flavor = current_flavor()
+        if not any(is_within(real, os.fspath(r), flavor) for r in self.write_roots):
+            return False
+        return not any(loosely_within(real, os.fspath(p), flavor) for p in self.protected_paths)
+
     def protected_names_in(self, directory: str) -> frozenset[str]:
         """The comparison keys of the protected paths that sit directly in `directory` (a readable real path).
 
