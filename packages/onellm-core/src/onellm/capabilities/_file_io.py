@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import IO
 
 from onellm.capabilities._files import FileGrant
-from onellm.capabilities._paths import fd_real_path, resolve_real
+from onellm.capabilities._paths import SymlinkLoopError, UnresolvablePathError, fd_real_path, resolve_real
 from onellm.capabilities._refusal import denial
 from onellm.errors import CapabilityDeniedError
 
@@ -154,7 +154,10 @@ def _open_directory_verified(text: str, directory: str) -> int:
                 raise _swapped(text)
         else:
             st = os.fstat(dfd)
-            again = resolve_real(directory, "/")
+            try:
+                again = resolve_real(directory, "/")
+            except (SymlinkLoopError, UnresolvablePathError):
+                raise _swapped(text) from None  # it resolved a moment ago
             st2 = os.stat(again)
             if again != directory or (st.st_dev, st.st_ino) != (st2.st_dev, st2.st_ino):
                 raise _swapped(text)
