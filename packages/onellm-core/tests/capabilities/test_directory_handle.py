@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 
 from onellm import Capabilities, CapabilityDeniedError
-from onellm.capabilities import _caps
+from onellm.capabilities import _file_io
 
 
 @pytest.fixture(params=["openat", "fallback"])
 def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     if request.param == "fallback":
-        monkeypatch.setattr(_caps, "_WALK_FD", False)
-    elif not _caps._WALK_FD:
+        monkeypatch.setattr(_file_io, "_WALK_FD", False)
+    elif not _file_io._WALK_FD:
         pytest.skip("this platform cannot open files relative to a directory")
     return str(request.param)
 

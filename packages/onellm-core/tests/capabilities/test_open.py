@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from onellm import Capabilities, CapabilityDeniedError
-from onellm.capabilities import _caps
+from onellm.capabilities import _file_io, _files
 
 
 def _swap_after_first_resolution(monkeypatch: pytest.MonkeyPatch, swap: Callable[[], None]) -> list[str]:
-    real = _caps.resolve_real
+    real = _files.resolve_real
     calls: list[str] = []
 
     def resolve(path: str | os.PathLike[str], base: str) -> str:
@@ -30,7 +30,7 @@ def _swap_after_first_resolution(monkeypatch: pytest.MonkeyPatch, swap: Callable
             swap()
         return result
 
-    monkeypatch.setattr(_caps, "resolve_real", resolve)
+    monkeypatch.setattr(_files, "resolve_real", resolve)
     return calls
 
 
@@ -195,7 +195,7 @@ def test_a_directory_swapped_and_swapped_back_around_the_open_is_detected(
     (outside / "b.txt").write_text("outside b")
     sub = tree / "sub"
     moved = tree / "sub.moved"
-    real = _caps.resolve_real
+    real = _files.resolve_real
     calls: list[str] = []
 
     def resolve(path: str | os.PathLike[str], base: str) -> str:
@@ -206,8 +206,8 @@ def test_a_directory_swapped_and_swapped_back_around_the_open_is_detected(
             os.symlink(outside, sub)
         return result
 
-    monkeypatch.setattr(_caps, "resolve_real", resolve)
-    real_open = _caps.os.open
+    monkeypatch.setattr(_files, "resolve_real", resolve)
+    real_open = _file_io.os.open
 
     def open_then_restore(path: str, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
         fd = real_open(path, flags, mode, dir_fd=dir_fd)
@@ -216,7 +216,7 @@ def test_a_directory_swapped_and_swapped_back_around_the_open_is_detected(
             shutil.move(str(moved), str(sub))
         return fd
 
-    monkeypatch.setattr(_caps.os, "open", open_then_restore)
+    monkeypatch.setattr(_file_io.os, "open", open_then_restore)
     with pytest.raises(CapabilityDeniedError) as info:
         caps.read_bytes(sub / "b.txt")
     assert info.value.rule == "swapped"

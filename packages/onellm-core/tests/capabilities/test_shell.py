@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from onellm import Capabilities, CapabilityDeniedError
+from onellm import Capabilities, CapabilityDeniedError, CapabilityMissingError
 from onellm.capabilities import CommandRequest, ShellOptions
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="posix shell semantics")
@@ -133,8 +133,12 @@ LINES: list[tuple[str, object]] = [
 
 @pytest.fixture
 def fake_bin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A PATH with the listed programs (real ones linked where they exist), plus relative entries that must be ignored."""
-    bin_dir = tmp_path / "bin"
+    """A PATH with the listed programs (real ones linked where they exist), plus relative entries that must be ignored.
+
+    The directory sits beside `tmp_path`, not in it: tests grant files under `tmp_path`, and a PATH directory the
+    file tools can write is not searched.
+    """
+    bin_dir = tmp_path.parent / f"{tmp_path.name}-bin"
     bin_dir.mkdir()
     for name in ("ls", "echo", "git", "cat", "sh", "printenv", "sleep", "head"):
         real = shutil.which(name)
@@ -320,6 +324,15 @@ async def test_cancellation_kills_the_process(runner: Capabilities, tmp_path: Pa
     assert not _alive(pid)
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("seconds", [float("nan"), 0.0, -1.0])
+async def test_a_timeout_that_is_not_a_positive_number_is_refused(
+    runner: Capabilities, tmp_path: Path, seconds: float
+) -> None:
+    with pytest.raises(ValueError, match="timeout_seconds must be positive"):
+        await runner.run_command("echo hi", working_directory=tmp_path, timeout_seconds=seconds)
+
+
 def test_default_timeout_is_thirty_seconds_and_capped() -> None:
     options = ShellOptions()
     assert options.default_timeout_seconds == 30
@@ -459,11 +472,41 @@ async def test_loop_approval_holds_until_approved(fake_bin: Path, tmp_path: Path
     prepared = caps.prepare_command("echo hi", working_directory=tmp_path)
     assert prepared.needs_approval
     assert prepared.loop_approval
-    with pytest.raises(CapabilityDeniedError) as info:
+    # Outside the agent loop nothing holds the call: a clear error names what runs such a grant.
+    with pytest.raises(CapabilityMissingError) as info:
         await caps.run_command("echo hi", working_directory=tmp_path)
-    assert info.value.rule == "approval-required"
+    assert "needs the agent loop, which holds the call for approval" in str(info.value)
+    assert "shell_with_approval(approver)" in str(info.value)
     result = await caps.run_command("echo hi", working_directory=tmp_path, approved=True)
     assert result.stdout == "hi\n"
+
+
+def test_the_agent_loop_asks_whether_to_hold_a_command(fake_bin: Path, tmp_path: Path) -> None:
+    """`decide_command` makes every check and answers hold / ask / run instead of raising for a held command."""
+    (tmp_path / "sub").mkdir()
+    loop = Capabilities.files(tmp_path) + Capabilities.shell_with_loop_approval()
+    decision = loop.decide_command("echo 'hi there'", working_directory="sub", base=tmp_path)
+    assert (decision.hold, decision.ask) == (True, False)
+    assert decision.request == CommandRequest("echo", ("hi there",), str(tmp_path / "sub"), "echo 'hi there'", {})
+    assert decision.request.display() == f"echo hi there  (in {tmp_path / 'sub'})"
+    # A refused command is refused here too, before anything is held.
+    with pytest.raises(CapabilityDeniedError) as refused:
+        loop.decide_command("echo hi; rm -rf /", base=tmp_path)
+    assert refused.value.rule == "shell-syntax"
+    with pytest.raises(CapabilityDeniedError) as outside:
+        loop.decide_command("echo hi", working_directory="..", base=tmp_path)
+    assert outside.value.rule == "outside-roots"
+
+    def approver(request: CommandRequest) -> bool:
+        return True
+
+    asked = Capabilities.files(tmp_path) + Capabilities.shell_with_approval(approver)
+    assert (asked.decide_command("echo hi", base=tmp_path).hold, asked.decide_command("echo hi").ask) == (False, True)
+    listed = Capabilities.files(tmp_path) + Capabilities.shell_commands("echo")
+    plain = listed.decide_command("echo hi", base=tmp_path)
+    assert (plain.hold, plain.ask) == (False, False)
+    both = Capabilities.shell_commands("echo").intersect(Capabilities.shell_with_loop_approval())
+    assert (Capabilities.files(tmp_path) + both).decide_command("echo", base=tmp_path).hold
 
 
 # Every line the splitter accepts must split exactly as a POSIX shell's quoting would (checked against `shlex`), and no

@@ -260,6 +260,24 @@ def test_definition_loading_uses_the_resolver_check(tmp_path: Path) -> None:
     assert resolver.resolve([ref.to_data() for ref in lenient.references or []]).names == ["read_file"]
 
 
+def test_a_tools_only_entry_is_named_by_its_tools(tmp_path: Path) -> None:
+    from onellm.definitions import Definition
+
+    text = "name: clerk\nreferences:\n  - tools: [get_docket, fetch_webpage_markdown]\n"
+    resolver = ToolReferenceResolver(ToolRegistry(), read_only(tmp_path))
+    with pytest.raises(BadDefinitionError) as info:
+        Definition.loads(text, file="clerk.yaml", check_reference=resolver.check)
+    assert str(info.value) == (
+        "clerk.yaml:3:5: the reference to tools 'get_docket', 'fetch_webpage_markdown' is not granted: no tool named "
+        "'get_docket' is registered; register it with the runtime's tools (tools.add) (at references[0])"
+    )
+    lenient = Definition.loads(text, file="clerk.yaml", strict=False, check_reference=resolver.check)
+    assert [w.message for w in lenient.warnings] == [
+        "the reference to tools 'get_docket', 'fetch_webpage_markdown' is not granted: no tool named 'get_docket' is "
+        "registered; register it with the runtime's tools (tools.add)"
+    ]
+
+
 def test_groups_register_their_tools_without_replacing_others() -> None:
     def helper() -> None:
         """H."""

@@ -102,7 +102,10 @@ async def test_output_keeps_head_and_tail(make_runner: Callable[..., Any], root:
 async def test_loop_approval_needs_the_gate(run: Any, root: Path) -> None:
     caps = Capabilities.files(root) + Capabilities.shell_with_loop_approval()
     held = err(await run("execute_terminal_command", {"command": "echo hi"}, caps))
-    assert "waits for approval" in held
+    assert held.startswith(
+        "Tool 'execute_terminal_command' failed: CapabilityMissingError: Command 'echo hi' was not run"
+    )
+    assert "needs the agent loop, which holds the call for approval" in held
     approved = ok(await run("execute_terminal_command", {"command": "echo hi"}, caps, extra={"approved": True}))
     assert approved.endswith("hi\n")
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -160,3 +162,62 @@ def test_state_files_planted_as_links_are_refused(tmp_path: Path) -> None:
     memory.write("k", "mine")
     assert secret.read_text() == '[{"content": "leaked", "status": "pending"}]'
     assert store.read() == [TodoItem("mine")]
+
+
+@pytest.mark.skipif(os.name == "nt", reason="posix links and pipes")
+def test_a_state_folder_swapped_for_a_link_after_the_check_gets_nothing_written_through_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from onellm.tools.builtin import _state
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    state = tmp_path / "work" / ".onellm"
+    (state / "memory").mkdir(parents=True)
+    checked = _state._Folder._links
+
+    def check_then_swap(folder: Any) -> None:
+        checked(folder)
+        if folder.path.is_dir() and not folder.path.is_symlink():
+            folder.path.rename(folder.path.with_name("memory.moved"))
+            folder.path.symlink_to(outside)
+
+    monkeypatch.setattr(_state._Folder, "_links", check_then_swap)
+    memory = MemoryStore(state)
+    with pytest.raises(StateError, match="symbolic link"):
+        memory.write("k", "planted")
+    assert list(outside.iterdir()) == []
+
+
+@pytest.mark.skipif(os.name == "nt", reason="posix pipes")
+def test_state_files_that_are_pipes_or_directories_are_refused_without_blocking(tmp_path: Path) -> None:
+    import threading
+
+    state = tmp_path / "state"
+    store = TodoStore(state, "i")
+    store.path.parent.mkdir(parents=True)
+    os.mkfifo(store.path)
+    memory = MemoryStore(state)
+    memory.dir.mkdir()
+    os.mkfifo(memory.dir / "pipe.md")
+    (memory.dir / "dir.md").mkdir()
+    outcomes: list[str] = []
+
+    def attempt() -> None:
+        for call in (store.read, lambda: memory.read("pipe"), lambda: memory.read("dir"), lambda: memory.delete("dir")):
+            try:
+                call()
+            except StateError as exc:
+                outcomes.append(str(exc))
+
+    worker = threading.Thread(target=attempt, daemon=True)
+    worker.start()
+    worker.join(10)
+    assert not worker.is_alive(), "reading a pipe blocked"
+    assert outcomes == [
+        "the todo file of this instance is not a regular file (a pipe, a device or a socket); refusing to read it",
+        "memory entry 'pipe' is not a regular file (a pipe, a device or a socket); refusing to read it",
+        "memory entry 'dir' is a directory, not a file",
+        "memory entry 'dir' is a directory, not a file",
+    ]
+    assert memory.keys() == []

@@ -153,6 +153,26 @@ async def test_http_request_bad_arguments(run: Any, root: Path, server: str) -> 
     assert "Argument 'url'" in err(await run("http_request", {}, net(root)))
 
 
+@pytest.mark.parametrize(
+    ("headers", "says"),
+    [
+        ({"X-A": "\u00e9"}, "non-ASCII text"),
+        ({"X-A": "\U0001f600"}, "non-ASCII text"),
+        ({"X-A": "a\x01b"}, "control characters"),
+        ({"X-\u00e9": "a"}, "is not valid"),
+        ({"X Y": "a"}, "is not valid"),
+        ({"X:Y": "a"}, "is not valid"),
+        ({"": "a"}, "is not valid"),
+    ],
+)
+async def test_http_request_refuses_headers_http_cannot_carry_before_sending(
+    run: Any, root: Path, server: str, headers: dict[str, str], says: str
+) -> None:
+    text = err(await run("http_request", {"url": f"{server}/headers", "headers": headers}, net(root)))
+    assert text.startswith("Tool 'http_request' failed: ValueError: header")
+    assert says in text
+
+
 async def test_read_file_of_a_url(run: Any, root: Path, server: str) -> None:
     assert ok(await run("read_file", {"path": f"{server}/text"}, net(root))) == "héllo wörld"
     assert "not text" in err(await run("read_file", {"path": f"{server}/binary"}, net(root)))

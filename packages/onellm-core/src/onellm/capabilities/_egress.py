@@ -23,10 +23,11 @@ from typing import Any, ClassVar
 import httpcore
 import httpx
 
-from onellm.capabilities._caps import Capabilities, denial
-from onellm.capabilities._network import NetworkGrant, normalize_host, parse_address, system_resolve
+from onellm.capabilities._caps import Capabilities
+from onellm.capabilities._network import NetworkGrant, normalize_host, parse_address, system_resolve, valid_port
+from onellm.capabilities._refusal import denial
 
-__all__ = ["EgressClient", "Resolver"]
+__all__ = ["EgressClient", "Resolver", "check_url"]
 
 #: Resolves a host name to addresses, in preference order: `resolver(host, port)` or `resolver(host)`, returning the
 #: address strings or an awaitable of them.
@@ -129,6 +130,63 @@ class _GuardedTransport(httpx.AsyncHTTPTransport):
         )
 
 
+def check_url(grant: NetworkGrant, url: httpx.URL | str) -> httpx.URL:
+    """The check made before a request or a redirect hop is sent: an http(s) URL with a host, a port from 1 to 65535
+    (the scheme's default when none is written) and a host the grant allows. Returns the parsed URL.
+
+    Raises:
+        CapabilityDeniedError: `bad-url` (not a URL, or a port outside 1-65535), `network-off`, `scheme` (not http or
+            https, or no host) or `host-not-granted`.
+    """
+    try:
+        parsed = url if isinstance(url, httpx.URL) else httpx.URL(url)
+        # The host is decoded from IDNA on first use, and the codec's own errors (`xn--a.com`) are ValueErrors that
+        # httpx lets through, at construction or here.
+        url_host = parsed.host
+    except (httpx.InvalidURL, ValueError) as exc:
+        raise denial(f"Request to {url!r} refused: {exc}.", target=str(url), rule="bad-url") from None
+    text = str(parsed)
+    if not grant.enabled:
+        raise denial(f"Request to {text} refused: no network grant.", target=text, rule="network-off")
+    if parsed.scheme not in ("http", "https"):
+        raise denial(f"Request to {text} refused: only http and https URLs are allowed.", target=text, rule="scheme")
+    if not url_host:
+        raise denial(f"Request to {text} refused: the URL has no host.", target=text, rule="scheme")
+    # httpx keeps any number as the port (0, 70000, even -1); the socket layer would fail on it only when the
+    # connection opens, untyped. Port 0 must not be read as "no port" either: it would be checked as 80 or 443.
+    port = parsed.port if parsed.port is not None else _DEFAULT_PORTS[parsed.scheme]
+    if not valid_port(port):
+        raise denial(f"Request to {text} refused: port {port} is outside 1-65535.", target=text, rule="bad-url")
+    try:
+        host = normalize_host(url_host)
+    except ValueError:
+        raise denial(
+            f"Request to {text} refused: the host is not valid.", target=text, rule="host-not-granted"
+        ) from None
+    if not grant.allows_host(host, port):
+        raise denial(
+            f"Request to {text} refused: host {host}:{port} is not in the network grant.",
+            target=f"{host}:{port}",
+            rule="host-not-granted",
+        )
+    return parsed
+
+
+_LOCATION = "onellm.redirect_location"
+
+
+async def _take_location(response: httpx.Response) -> None:
+    """Take a redirect's `Location` off the response before httpx reads it.
+
+    httpx builds the next request of a redirect even when it does not follow it, and decoding a hostile location there
+    (an IDNA host such as `xn--a.com`) raises the codec's own error from inside `send`, untyped. The hops are followed
+    here by hand, so the location is kept aside for `_send` to check.
+    """
+    if response.status_code in _REDIRECTS and "location" in response.headers:
+        response.extensions[_LOCATION] = response.headers["location"]
+        del response.headers["location"]
+
+
 def _origin(url: httpx.URL) -> tuple[str, str, int]:
     port = url.port or _DEFAULT_PORTS.get(url.scheme, 0)
     return (url.scheme, normalize_host(url.host), port)
@@ -183,6 +241,7 @@ class EgressClient:
             timeout=timeout,
             headers=headers,
             cookies=jar,
+            event_hooks={"response": [_take_location]},
         )
 
     _shared: ClassVar[weakref.WeakKeyDictionary[Any, dict[Any, EgressClient]]] = weakref.WeakKeyDictionary()
@@ -215,38 +274,13 @@ class EgressClient:
         await self.aclose()
 
     def check_url(self, url: httpx.URL | str) -> httpx.URL:
-        """The check made before a request or a redirect hop is sent. Returns the parsed URL.
+        """The check made before a request or a redirect hop is sent (see `check_url`). Returns the parsed URL.
 
         Raises:
-            CapabilityDeniedError: no network grant, a scheme other than http or https, or a host the grant lacks.
+            CapabilityDeniedError: not a URL or a port outside 1-65535, no network grant, a scheme other than http or
+                https, or a host the grant lacks.
         """
-        try:
-            parsed = url if isinstance(url, httpx.URL) else httpx.URL(url)
-        except httpx.InvalidURL as exc:
-            raise denial(f"Request to {url!r} refused: {exc}.", target=str(url), rule="bad-url") from None
-        text = str(parsed)
-        if not self.grant.enabled:
-            raise denial(f"Request to {text} refused: no network grant.", target=text, rule="network-off")
-        if parsed.scheme not in ("http", "https"):
-            raise denial(
-                f"Request to {text} refused: only http and https URLs are allowed.", target=text, rule="scheme"
-            )
-        if not parsed.host:
-            raise denial(f"Request to {text} refused: the URL has no host.", target=text, rule="scheme")
-        port = parsed.port or _DEFAULT_PORTS[parsed.scheme]
-        try:
-            host = normalize_host(parsed.host)
-        except ValueError:
-            raise denial(
-                f"Request to {text} refused: the host is not valid.", target=text, rule="host-not-granted"
-            ) from None
-        if not self.grant.allows_host(host, port):
-            raise denial(
-                f"Request to {text} refused: host {host}:{port} is not in the network grant.",
-                target=f"{host}:{port}",
-                rule="host-not-granted",
-            )
-        return parsed
+        return check_url(self.grant, url)
 
     @contextlib.asynccontextmanager
     async def stream(
@@ -327,13 +361,14 @@ class EgressClient:
         for _hop in range(self.max_redirects + 1):
             request = self._client.build_request(method, current, headers=hdrs, content=body, **extra)
             response = await self._client.send(request, stream=True)
-            location = response.headers.get("location")
+            location = response.extensions.get(_LOCATION)
             if response.status_code not in _REDIRECTS or location is None:
                 return response
             await response.aclose()
             try:
                 target = current.join(location)
-            except httpx.InvalidURL as exc:
+                target.host  # noqa: B018 (decoding the host is what may fail)
+            except (httpx.InvalidURL, ValueError) as exc:
                 raise denial(
                     f"Redirect from {current} to an invalid location {location!r}.", target=location, rule="redirect"
                 ) from exc

@@ -16,8 +16,11 @@ from __future__ import annotations
 import ipaddress
 import re
 import socket
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
+
+from onellm.errors import BadDefinitionError
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -295,9 +298,16 @@ class NetworkEntry:
         return addr is not None and _in_network(addr, self.network)
 
 
+def valid_port(port: object) -> bool:
+    """Whether `port` is a TCP port a connection can be made to: an int from 1 to 65535."""
+    return isinstance(port, int) and not isinstance(port, bool) and 1 <= port <= 65535
+
+
 def _parse_port(text: str, entry: str) -> int:
-    if not text.isdigit() or not 0 < int(text) < 65536:
-        raise ValueError(f"network entry {entry!r} has an invalid port {text!r}")
+    # ASCII digits only: `str.isdigit` also says yes to superscripts (which `int` refuses) and to other scripts'
+    # digits (which `int` reads, and a URL never carries).
+    if not (text.isascii() and text.isdigit()) or not valid_port(int(text)):
+        raise ValueError(f"network entry {entry!r} has an invalid port {text!r} (ports are 1 to 65535)")
     return int(text)
 
 
@@ -357,6 +367,15 @@ class NetworkGrant:
     """Every public host and address (never loopback, private or link-local)."""
     entries: frozenset[NetworkEntry] = frozenset()
 
+    @classmethod
+    def of(cls, *entries: str) -> NetworkGrant:
+        """A grant of the entries named (see `NetworkEntry.parse`).
+
+        Raises:
+            ValueError: an entry is not one of the accepted forms.
+        """
+        return cls(False, frozenset(NetworkEntry.parse(e) for e in entries))
+
     @property
     def enabled(self) -> bool:
         return self.any_public or bool(self.entries)
@@ -385,7 +404,12 @@ class NetworkGrant:
         return NetworkGrant(False, frozenset(result))
 
     def allows_host(self, host: str, port: int) -> bool:
-        """The check made before anything is sent: could some address of `host:port` be allowed?"""
+        """The check made before anything is sent: could some address of `host:port` be allowed?
+
+        A port outside 1-65535 is never allowed.
+        """
+        if not valid_port(port):
+            return False
         h = normalize_host(host)
         if self.any_public:
             addr = parse_address(h)
@@ -401,6 +425,8 @@ class NetworkGrant:
         that covers it. So a name entry never reaches a private address by itself, and a connection never reaches an
         address the grant does not name or treat as public.
         """
+        if not valid_port(port):
+            return False
         try:
             h = normalize_host(host)
         except ValueError:
@@ -425,6 +451,29 @@ class NetworkGrant:
         if self.any_public:
             return True
         return any(e.kind in ("name", "suffix") and e.matches_name(h, port) for e in self.entries)
+
+    def to_data(self) -> dict[str, Any]:
+        """The `network` part of the saved summary: `anyPublic`, and the entries as sorted text."""
+        return {"anyPublic": self.any_public, "hosts": sorted(str(e) for e in self.entries)}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any], path: str) -> NetworkGrant:
+        """Rebuild the grant from its saved part.
+
+        Raises:
+            BadDefinitionError: the part is not well formed (the path names the key).
+        """
+        hosts = data.get("hosts", [])
+        if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
+            raise BadDefinitionError("expected a list of strings", path=f"{path}.hosts")
+        try:
+            grant = cls.of(*hosts)
+        except ValueError as exc:
+            raise BadDefinitionError(str(exc), path=f"{path}.hosts") from None
+        any_public = data.get("anyPublic", False)
+        if not isinstance(any_public, bool):
+            raise BadDefinitionError("expected true or false", path=f"{path}.anyPublic")
+        return cls(any_public, grant.entries)
 
 
 def _public_names(entries: frozenset[NetworkEntry]) -> frozenset[NetworkEntry]:

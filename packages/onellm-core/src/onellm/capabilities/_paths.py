@@ -64,14 +64,42 @@ def fold(text: str) -> str:
     return unicodedata.normalize("NFC", text).casefold().translate(_EXTRA_FOLDS)
 
 
-def name_key(name: str) -> str:
-    """Comparison key of one file name for the control-name and role rules on every platform.
+# Code points HFS+ leaves out when it compares names (the zero-width joiners and marks, the bidirectional embeddings,
+# the deprecated format controls, the byte-order mark): `.g\u200cit` is `.git` there. Git refuses them in `.git` for
+# the same reason.
+_HFS_IGNORED = dict.fromkeys(
+    [0x200C, 0x200D, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x206A, 0x2070), 0xFEFF], None
+)
 
-    Trailing dots and spaces are dropped (Windows ignores them) and the name is folded, so `.GIT.`, `.Git ` and `.git`
-    are the same name. A false match only refuses more.
+
+def name_key(name: str) -> str:
+    """Comparison key of one file name for the rules that only refuse (control names, git roles, protected state), on
+    every platform.
+
+    Trailing dots and spaces are dropped (Windows ignores them), code points HFS+ ignores are removed, and the name is
+    folded, so `.GIT.`, `.Git `, `.g\u200cit` and `.git` are the same name. A false match only refuses more.
     """
+    if not name.isascii():
+        name = name.translate(_HFS_IGNORED)
     stripped = name.rstrip(". ")
     return fold(stripped if stripped else name)
+
+
+def loose_key(path: str, flavor: Flavor | None = None) -> tuple[str, ...]:
+    """The key of a path for rules that only refuse: the anchor, then `name_key` of each name, on every platform.
+
+    A file system that ignores case (Windows, macOS, a case-folding ext4 directory, a FAT or SMB mount on Linux), or
+    the code points HFS+ ignores, would otherwise let `.ONELLM` reach the protected `.onellm`.
+    """
+    anchor, names = split_components(path, flavor or current_flavor())
+    return (fold(anchor), *(name_key(n) for n in names))
+
+
+def loosely_within(candidate: str, root: str, flavor: Flavor | None = None) -> bool:
+    """`is_within`, comparing by `loose_key`: true for more pairs than any file system would treat as the same."""
+    ck = loose_key(candidate, flavor)
+    rk = loose_key(root, flavor)
+    return len(ck) >= len(rk) and ck[: len(rk)] == rk
 
 
 def split_components(path: str, flavor: Flavor) -> tuple[str, list[str]]:
@@ -159,6 +187,13 @@ class SymlinkLoopError(OSError):
     """A path holds a symlink loop, or more links than the system follows."""
 
 
+class UnresolvablePathError(OSError):
+    """The system refused to say what a name of the path is (a name too long, a directory that cannot be searched).
+
+    Carries the system's `errno` and `strerror`, and no file name: the caller names the path as it was given.
+    """
+
+
 def _is_link(st: os.stat_result) -> bool:
     if stat.S_ISLNK(st.st_mode):
         return True
@@ -170,7 +205,8 @@ def _is_link(st: os.stat_result) -> bool:
 def resolve_real(path: str | os.PathLike[str], base: str) -> str:
     """The real absolute path of `path`: links followed, `..` applied to the real directory, a missing tail kept.
 
-    Raises `SymlinkLoopError` when more than 40 links are met (a loop).
+    Raises `SymlinkLoopError` when more than 40 links are met (a loop), and `UnresolvablePathError` when the system
+    refuses to look a name up (too long, or in a directory that cannot be searched).
     """
     text = os.fspath(path)
     if "\x00" in text:
@@ -211,11 +247,16 @@ def resolve_real(path: str | os.PathLike[str], base: str) -> str:
             missing = 1
             resolved = candidate
             continue
+        except OSError as exc:
+            raise UnresolvablePathError(exc.errno, exc.strerror) from exc
         if _is_link(st):
             links += 1
             if links > _MAX_LINKS:
                 raise SymlinkLoopError(f"too many levels of symbolic links in {os.fspath(path)!r}")
-            target = os.readlink(candidate)
+            try:
+                target = os.readlink(candidate)
+            except OSError as exc:
+                raise UnresolvablePathError(exc.errno, exc.strerror) from exc
             if os.name == "nt":
                 if target.startswith("\\\\?\\"):
                     target = target[4:]
@@ -235,6 +276,46 @@ def resolve_real(path: str | os.PathLike[str], base: str) -> str:
             continue
         resolved = candidate
     return resolved
+
+
+#: The longest name the file systems onellm runs on accept: 255 bytes (posix) or 255 UTF-16 units (Windows).
+NAME_MAX = 255
+
+
+def _path_max() -> int:
+    if os.name == "nt":
+        return 32767
+    try:
+        return int(os.pathconf("/", "PC_PATH_MAX"))
+    except (OSError, ValueError, AttributeError):
+        return 4096
+
+
+#: The longest whole path the system accepts.
+PATH_MAX = _path_max()
+
+
+def _units(name: str) -> int:
+    if os.name == "nt":
+        return len(name.encode("utf-16-le", "surrogatepass")) // 2
+    return len(os.fsencode(name))
+
+
+def length_problem(path: str) -> str | None:
+    """Why the system would refuse `path` as too long (a name above `NAME_MAX`, the whole above `PATH_MAX`), or None.
+
+    Checked on the resolved path, so a long name that does not exist yet is refused before anything is created.
+    """
+    unit = "UTF-16 units" if os.name == "nt" else "bytes"
+    _, names = split_components(path, current_flavor())
+    for name in names:
+        size = _units(name)
+        if size > NAME_MAX:
+            return f"a name of {size} {unit} (at most {NAME_MAX})"
+    size = _units(path)
+    if size >= PATH_MAX:
+        return f"{size} {unit} in all (at most {PATH_MAX - 1})"
+    return None
 
 
 def fd_real_path(fd: int) -> str | None:

@@ -1,293 +1,56 @@
-"""The shell grant: splitting a command line without a shell, the allow-list, environments, and the process runner.
+"""The shell grant: how `execute_terminal_command` may run a line, and every check made before it runs.
 
-An allow-listed or approval-gated line never reaches a shell. It is split into words by the rules below, and anything a
-shell would have given meaning to outside quotes (command separators, pipes, redirection, substitution, expansion,
-globbing, comments) is refused before anything runs. Inside single quotes every character is plain text; inside double
-quotes a `$` or a backtick is refused, because a reader would expect it to expand.
+A grant is off, an open shell (the line runs in the platform shell), an allow-list (the line is split without a shell
+and must start with a listed entry), or any program split without a shell, asked of approvers: host callbacks inside
+the tool, or the agent loop's saved approval gate. The line reading lives in `_command_line`, the environments and the
+process runner in `_process`; this module holds the policy and composes them.
 """
 
 from __future__ import annotations
 
-import contextlib
 import enum
+import inspect
 import os
-import shutil
-import signal
-import sys
-import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any
 
-if TYPE_CHECKING:
-    from anyio.abc import ByteReceiveStream
+from onellm.capabilities._command_line import (
+    ShellSyntaxError,
+    entry_lists_git,
+    lookup_program,
+    program_stem,
+    reinterpreter_problem,
+    search_path,
+    split_command_line,
+)
+from onellm.capabilities._process import (
+    CommandResult,
+    minimal_environment,
+    open_shell_environment,
+    platform_shell_argv,
+    replaces_loader,
+    run_process,
+)
+from onellm.capabilities._refusal import denial
+from onellm.errors import BadDefinitionError, CapabilityMissingError
 
 __all__ = [
+    "CommandDecision",
     "CommandRequest",
     "CommandResult",
+    "PreparedCommand",
     "ShellApprover",
+    "ShellGrant",
     "ShellMode",
     "ShellOptions",
     "ShellSyntaxError",
+    "minimal_environment",
+    "program_stem",
+    "reinterpreter_problem",
     "run_process",
     "split_command_line",
 ]
-
-
-class ShellSyntaxError(ValueError):
-    """A command line holds shell syntax, an unclosed quote or a control character. `column` is 1-based."""
-
-    def __init__(self, reason: str, column: int) -> None:
-        super().__init__(f"{reason} at column {column}")
-        self.reason = reason
-        self.column = column
-
-
-_UNQUOTED_REFUSED = {
-    ";": "command separator ';'",
-    "&": "'&' (background or '&&')",
-    "|": "pipe '|'",
-    "<": "redirection '<'",
-    ">": "redirection '>'",
-    "(": "subshell '('",
-    ")": "subshell ')'",
-    "`": "command substitution '`'",
-    "$": "expansion '$'",
-    "*": "glob '*'",
-    "?": "glob '?'",
-    "[": "glob '['",
-    "]": "glob ']'",
-    "{": "brace expansion '{'",
-    "}": "brace expansion '}'",
-}
-_WORD_START_REFUSED = {"#": "comment '#'", "~": "tilde expansion '~'", "!": "history or negation '!'"}
-
-
-def split_command_line(line: str) -> list[str]:
-    """Split a command line into words the way a POSIX shell would quote them, refusing everything else.
-
-    Raises:
-        ShellSyntaxError: for shell syntax outside quotes, `$` or backticks inside double quotes, an unclosed quote, a
-            trailing backslash, a line break or another control character, an assignment before the program, or an
-            empty line.
-    """
-    words: list[str] = []
-    current: list[str] = []
-    in_word = False
-    i = 0
-    n = len(line)
-    while i < n:
-        ch = line[i]
-        col = i + 1
-        if ch in "\r\n":
-            raise ShellSyntaxError("line break", col)
-        if (ord(ch) < 0x20 and ch != "\t") or ord(ch) == 0x7F:
-            raise ShellSyntaxError(f"control character U+{ord(ch):04X}", col)
-        if ch in " \t":
-            if in_word:
-                words.append("".join(current))
-                current = []
-                in_word = False
-            i += 1
-            continue
-        if ch == "'":
-            end = line.find("'", i + 1)
-            if end < 0:
-                raise ShellSyntaxError("unclosed single quote", col)
-            chunk = line[i + 1 : end]
-            _check_controls(chunk, i + 2)
-            current.append(chunk)
-            in_word = True
-            i = end + 1
-            continue
-        if ch == '"':
-            i += 1
-            while True:
-                if i >= n:
-                    raise ShellSyntaxError("unclosed double quote", col)
-                c = line[i]
-                if c == '"':
-                    break
-                if c in "$`":
-                    raise ShellSyntaxError(
-                        f"{'expansion' if c == '$' else 'command substitution'} {c!r} in quotes", i + 1
-                    )
-                if c == "\\" and i + 1 < n and line[i + 1] in '"\\$`':
-                    current.append(line[i + 1])
-                    i += 2
-                    continue
-                _check_controls(c, i + 1)
-                current.append(c)
-                i += 1
-            in_word = True
-            i += 1
-            continue
-        if ch == "\\":
-            if i + 1 >= n:
-                raise ShellSyntaxError("trailing backslash", col)
-            nxt = line[i + 1]
-            _check_controls(nxt, i + 2)
-            current.append(nxt)
-            in_word = True
-            i += 2
-            continue
-        reason = _UNQUOTED_REFUSED.get(ch)
-        if reason is not None:
-            raise ShellSyntaxError(reason, col)
-        if not in_word and ch in _WORD_START_REFUSED:
-            raise ShellSyntaxError(_WORD_START_REFUSED[ch], col)
-        if ch == "=" and not words and not _has_quote_before(line, i):
-            raise ShellSyntaxError("variable assignment before the program", col)
-        current.append(ch)
-        in_word = True
-        i += 1
-    if in_word:
-        words.append("".join(current))
-    if not words:
-        raise ShellSyntaxError("empty command", 1)
-    return words
-
-
-def _has_quote_before(line: str, index: int) -> bool:
-    start = index
-    while start > 0 and line[start - 1] not in " \t":
-        start -= 1
-    return any(c in "'\"\\" for c in line[start:index])
-
-
-def _check_controls(text: str, column: int) -> None:
-    for offset, c in enumerate(text):
-        if (ord(c) < 0x20 and c != "\t") or ord(c) == 0x7F:
-            raise ShellSyntaxError(f"control character U+{ord(c):04X}", column + offset)
-
-
-# Programs that re-read their arguments as commands: an argument holding one of these characters is refused.
-_CMD_REFUSED = set("&|<>^%!\"'")
-_POWERSHELL_REFUSED = set(";&|$`(){}'\"")
-
-
-def program_stem(program: str) -> str:
-    """The lower-case base name of a program word, without a Windows executable extension."""
-    base = program.replace("\\", "/").rsplit("/", 1)[-1].lower()
-    for ext in (".exe", ".com", ".bat", ".cmd"):
-        if base.endswith(ext):
-            return base[: -len(ext)]
-    return base
-
-
-def reinterpreter_problem(program: str, args: Sequence[str]) -> str | None:
-    """Why an argument is refused to `cmd`, a batch file, `powershell` or `pwsh`, which re-read it as a command."""
-    base = program.replace("\\", "/").rsplit("/", 1)[-1].lower()
-    stem = program_stem(program)
-    if stem == "cmd" or base.endswith((".bat", ".cmd")):
-        refused, who = _CMD_REFUSED, "cmd"
-    elif stem in ("powershell", "pwsh"):
-        refused, who = _POWERSHELL_REFUSED, "PowerShell"
-    else:
-        return None
-    for arg in args:
-        bad = sorted(set(arg) & refused)
-        if bad:
-            return f"argument {arg!r} holds {''.join(bad)!r}, which {who} would read as a command"
-    return None
-
-
-#: Launchers: an allow-list entry whose program is one of these arms the git rule without looking further.
-LAUNCHERS = frozenset(
-    {
-        "env",
-        "nice",
-        "ionice",
-        "timeout",
-        "nohup",
-        "xargs",
-        "stdbuf",
-        "time",
-        "command",
-        "exec",
-        "setsid",
-        "chroot",
-        "sudo",
-        "doas",
-        "watch",
-        "parallel",
-    }
-)
-#: Programs that run git themselves.
-GIT_FRONT_ENDS = frozenset(
-    {
-        "gh",
-        "hub",
-        "gitk",
-        "tig",
-        "lazygit",
-        "make",
-        "npm",
-        "npx",
-        "yarn",
-        "pnpm",
-        "cargo",
-        "pip",
-        "go",
-        "dotnet",
-        "find",
-    }
-)
-
-
-def _is_git_name(word: str) -> bool:
-    stem = program_stem(word)
-    return stem == "git" or stem.startswith("git-")
-
-
-def entry_lists_git(entry: Sequence[str], path: str | None = None) -> bool:
-    """True when an allow-list entry can run git: a word that is or resolves to git, a launcher, or a git front end."""
-    if not entry:
-        return False
-    stem = program_stem(entry[0])
-    if stem in LAUNCHERS or stem in GIT_FRONT_ENDS:
-        return True
-    for word in entry:
-        if _is_git_name(word):
-            return True
-        if word.startswith("-"):
-            continue
-        found = lookup_program(word, path) if "/" not in word and "\\" not in word else word
-        if found is not None:
-            try:
-                real = os.path.realpath(found)
-            except (OSError, ValueError):
-                continue
-            if _is_git_name(real):
-                return True
-    return False
-
-
-def search_path(path: str | None = None) -> list[str]:
-    """The absolute directories of PATH; empty and relative entries (the working directory) are skipped."""
-    raw = os.environ.get("PATH", os.defpath) if path is None else path
-    return [d for d in raw.split(os.pathsep) if d and os.path.isabs(d)]
-
-
-def lookup_program(program: str, path: str | None = None) -> str | None:
-    """Find a bare program name on PATH only, never in the working directory. Returns its absolute path or None."""
-    if "/" in program or "\\" in program or program in ("", ".", ".."):
-        return None
-    dirs = search_path(path)
-    if not dirs:
-        return None
-    if os.name == "nt":
-        exts = [
-            e for e in os.environ.get("PATHEXT", ".COM;.EXE").split(os.pathsep) if e.lower() not in (".bat", ".cmd")
-        ]
-        for d in dirs:
-            for ext in ["", *exts]:
-                candidate = os.path.join(d, program + ext)
-                if ext and os.path.isfile(candidate):
-                    return candidate
-        return None
-    found = shutil.which(program, path=os.pathsep.join(dirs))
-    return found if found and os.path.isabs(found) else None
 
 
 class ShellMode(enum.Enum):
@@ -341,79 +104,6 @@ def _show(text: str) -> str:
 ShellApprover = Callable[[CommandRequest], bool | Awaitable[bool]]
 
 
-_MINIMAL_NAMES_POSIX = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "TERM", "TZ", "TMPDIR")
-_MINIMAL_NAMES_WINDOWS = (
-    "PATH",
-    "PATHEXT",
-    "ComSpec",
-    "SystemRoot",
-    "SystemDrive",
-    "windir",
-    "USERPROFILE",
-    "HOMEDRIVE",
-    "HOMEPATH",
-    "APPDATA",
-    "LOCALAPPDATA",
-    "ProgramFiles",
-    "ProgramFiles(x86)",
-    "ProgramW6432",
-    "ProgramData",
-    "CommonProgramFiles",
-    "CommonProgramFiles(x86)",
-    "TEMP",
-    "TMP",
-    "NUMBER_OF_PROCESSORS",
-    "USERNAME",
-)
-# Variables that replace the program search path or the loader: never set by the model, whatever the mode.
-_LOADER_NAMES = frozenset({"PATH", "PATHEXT", "IFS", "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4", "COMSPEC"})
-_LOADER_PREFIXES = ("LD_", "DYLD_")
-_SECRET_SUFFIXES = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "CREDENTIALS", "CREDENTIAL", "PWD_HASH")
-_SECRET_NAMES = frozenset(
-    {
-        "AWS_ACCESS_KEY_ID",
-        "AWS_SESSION_TOKEN",
-        "AWS_SECRET_ACCESS_KEY",
-        "AWS_SECURITY_TOKEN",
-        "AWS_WEB_IDENTITY_TOKEN_FILE",
-        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-        "AWS_CONTAINER_AUTHORIZATION_TOKEN",
-        "AWS_PROFILE",
-        "AZURE_CLIENT_SECRET",
-        "AZURE_CLIENT_CERTIFICATE_PATH",
-        "AZURE_CLIENT_CERTIFICATE_PASSWORD",
-        "AZURE_FEDERATED_TOKEN_FILE",
-        "AZURE_STORAGE_CONNECTION_STRING",
-        "GOOGLE_APPLICATION_CREDENTIALS",
-        "GOOGLE_OAUTH_ACCESS_TOKEN",
-        "CLOUDSDK_AUTH_ACCESS_TOKEN_FILE",
-        "GH_TOKEN",
-        "GITHUB_TOKEN",
-        "NPM_TOKEN",
-        "DATABASE_URL",
-        "SSH_AUTH_SOCK",
-    }
-)
-_SECRET_PREFIXES = ("AWS_SECRET", "AZURE_CLIENT_", "ARM_CLIENT_", "VAULT_")
-
-
-def looks_secret(name: str) -> bool:
-    """The name heuristic for variables kept from an open shell: KEY, TOKEN, SECRET or PASSWORD endings, cloud
-    credential variables and a few well-known credential names."""
-    upper = name.upper()
-    if upper in _SECRET_NAMES or upper.startswith(_SECRET_PREFIXES):
-        return True
-    core = upper.rstrip("_0123456789")
-    return core.endswith(_SECRET_SUFFIXES) or "SECRET" in upper or "PASSWORD" in upper or "APIKEY" in upper
-
-
-def replaces_loader(name: str) -> bool:
-    """True for variables that replace the program search path or the loader (`PATH`, `LD_*`, `DYLD_*`, ...)."""
-    upper = name.upper()
-    return upper in _LOADER_NAMES or upper.startswith(_LOADER_PREFIXES)
-
-
 @dataclass(frozen=True, slots=True)
 class ShellOptions:
     """Host settings for commands: environment names, output limit and timeouts."""
@@ -432,180 +122,431 @@ class ShellOptions:
     """The largest timeout a call may ask for."""
 
 
-def minimal_environment(
-    host: Mapping[str, str] | None = None, extra_names: Sequence[str] = (), *, windows: bool | None = None
-) -> dict[str, str]:
-    """The environment an allow-listed or approval-gated command starts from: a few names, nothing else."""
-    host = os.environ if host is None else host
-    windows = os.name == "nt" if windows is None else windows
-    names = _MINIMAL_NAMES_WINDOWS if windows else _MINIMAL_NAMES_POSIX
-    wanted = {n.upper() if windows else n for n in (*names, *extra_names)}
-    env: dict[str, str] = {}
-    for key, value in host.items():
-        k = key.upper() if windows else key
-        if k in wanted or (not windows and key.startswith("LC_")):
-            env[key] = value
-    return env
+_SHELL_WIDTH = {ShellMode.OFF: 0, ShellMode.ALLOW_LIST: 1, ShellMode.ANY_PROGRAM: 2, ShellMode.OPEN: 3}
 
 
-def open_shell_environment(host: Mapping[str, str] | None = None, *, inherit_secrets: bool = False) -> dict[str, str]:
-    """The environment of an open shell: the host's, minus names that look like secrets unless told to keep them."""
-    host = os.environ if host is None else host
-    return {k: v for k, v in host.items() if inherit_secrets or not looks_secret(k)}
+def _unique(items: tuple[Any, ...]) -> tuple[Any, ...]:
+    seen: list[Any] = []
+    for item in items:
+        if not any(item is s or item == s for s in seen):
+            seen.append(item)
+    return tuple(seen)
 
 
-def platform_shell_argv(line: str) -> list[str]:
-    """The argv that runs `line` in the platform shell."""
+def _is_prefix(entry: tuple[str, ...], words: Sequence[str]) -> bool:
+    if len(entry) > len(words):
+        return False
     if os.name == "nt":
-        return [os.environ.get("COMSPEC", "cmd.exe"), "/d", "/s", "/c", line]
-    return ["/bin/sh", "-c", line]
+        if program_stem(entry[0]) != program_stem(words[0]):
+            return False
+    elif entry[0] != words[0]:
+        return False
+    return tuple(words[1 : len(entry)]) == entry[1:]
+
+
+def _env_key(name: str) -> str:
+    return name.upper() if os.name == "nt" else name
+
+
+def _join_words(words: Iterable[str]) -> str:
+    import shlex
+
+    return " ".join(shlex.quote(w) for w in words)
 
 
 @dataclass(frozen=True, slots=True)
-class CommandResult:
-    """What a finished (or killed) command produced."""
+class PreparedCommand:
+    """A command that passed every check and is ready to run (after approval, when the grant asks for it)."""
 
-    exit_code: int | None
-    """The exit status; negative for a signal on posix; None when it was killed at the timeout."""
-    stdout: str
-    stderr: str
-    timed_out: bool = False
-    stdout_bytes: int = 0
-    """Bytes the program wrote to stdout, including any elided."""
-    stderr_bytes: int = 0
-    duration_seconds: float = 0.0
+    argv: tuple[str, ...]
+    """What is executed: the program found on PATH and its arguments, or the platform shell and the line."""
+    program: str
+    """The program as written on the line (the platform shell for an open shell)."""
+    args: tuple[str, ...]
+    working_directory: str
+    environment: Mapping[str, str]
+    """The child's whole environment."""
+    model_environment: Mapping[str, str]
+    """The variables the model set, for display."""
+    line: str
+    needs_approval: bool
+    loop_approval: bool
 
     @property
-    def truncated(self) -> bool:
-        """True when output was elided from either stream."""
-        return self.stdout_bytes > len(self.stdout.encode()) or self.stderr_bytes > len(self.stderr.encode())
+    def request(self) -> CommandRequest:
+        """What an approver is shown."""
+        return CommandRequest(self.program, self.args, self.working_directory, self.line, dict(self.model_environment))
 
 
-class _HeadTail:
-    """Keeps the first and last bytes of a stream within a limit."""
+@dataclass(frozen=True, slots=True)
+class CommandDecision:
+    """What the shell grant says about one command that passed every check, before anything runs.
 
-    def __init__(self, limit: int) -> None:
-        self.limit = max(0, limit)
-        self.head_limit = self.limit // 2
-        self.tail_limit = self.limit - self.head_limit
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.total = 0
-
-    def feed(self, data: bytes) -> None:
-        self.total += len(data)
-        room = self.head_limit - len(self.head)
-        if room > 0:
-            self.head += data[:room]
-            data = data[room:]
-        if data and self.tail_limit:
-            self.tail += data
-            if len(self.tail) > self.tail_limit:
-                del self.tail[: len(self.tail) - self.tail_limit]
-
-    def text(self) -> str:
-        kept = len(self.head) + len(self.tail)
-        if self.total <= self.limit:
-            return (bytes(self.head) + bytes(self.tail)).decode("utf-8", "replace")
-        elided = self.total - kept
-        head = bytes(self.head).decode("utf-8", "replace")
-        tail = bytes(self.tail).decode("utf-8", "replace")
-        return f"{head}\n[... {elided} bytes elided ...]\n{tail}"
-
-
-def _kill_tree(pid: int, *, exited: bool) -> None:
-    """Kill the process group (posix) or the process tree (Windows) started for `pid`.
-
-    On posix the group outlives its leader, so leftovers are killed after a normal exit too. On Windows the tree is
-    found by process id, which the system may reuse once the process has exited, so only a running process is killed.
+    `Capabilities.decide_command` returns it. The agent loop asks it for every `execute_terminal_command` call: when
+    `hold` is true it saves the call unanswered with a pending approval showing `request`, and runs it (with `approved`
+    set in `ToolContext.extra`) only once a person approved it, also after a restart.
     """
-    if sys.platform == "win32":
-        if exited:
-            return
-        import subprocess
 
-        subprocess.run(
-            ["taskkill", "/T", "/F", "/PID", str(pid)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            check=False,
-        )
-        return
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
+    prepared: PreparedCommand
+    """The checked command: what would run, where, with which environment."""
+    hold: bool
+    """The grant holds the call in the agent loop's approval gate until a person approves it (loop approval)."""
+    ask: bool
+    """Host approvers will be asked inside the tool before it runs."""
+
+    @property
+    def request(self) -> CommandRequest:
+        """What a person approving the call is shown (`request.display()` for one line)."""
+        return self.prepared.request
 
 
-async def run_process(
-    argv: Sequence[str],
-    *,
-    cwd: str,
-    env: Mapping[str, str],
-    timeout_seconds: float = 30.0,
-    output_limit_bytes: int = 10 * 1024,
-) -> CommandResult:
-    """Run a program with no stdin, keep the head and tail of each stream, and kill its whole group at the end.
+@dataclass(frozen=True, slots=True)
+class ShellGrant:
+    """How `execute_terminal_command` may run a line."""
 
-    The child starts in a new session (its own process group) so a timeout or a cancellation kills it and every child
-    it started in that group. Leftover members of the group are killed when the program exits, too. A child that
-    detaches into another session is not reached.
-    """
-    import subprocess
+    mode: ShellMode = ShellMode.OFF
+    commands: tuple[tuple[str, ...], ...] = ()
+    """Allow-list entries, each a program with optional leading arguments (mode `ALLOW_LIST`)."""
+    approvers: tuple[ShellApprover, ...] = ()
+    """Host callbacks asked for every command; all must approve."""
+    loop_approval: bool = False
+    """Every command is held in the agent loop's approval gate until a person approves it."""
 
-    import anyio
+    # ------------------------------------------------------------------------------------------------ constructors
 
-    started = time.monotonic()
-    out = _HeadTail(output_limit_bytes)
-    err = _HeadTail(output_limit_bytes)
-    kwargs: dict[str, object] = {}
-    if os.name == "nt":
-        kwargs["creationflags"] = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
-    else:
-        kwargs["start_new_session"] = True
-    process = await anyio.open_process(
-        list(argv),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=cwd,
-        env=dict(env),
-        **kwargs,  # type: ignore[arg-type]
-    )
-    timed_out = False
+    @classmethod
+    def allow_list(cls, *entries: str) -> ShellGrant:
+        """An allow-list grant (off when no entry is given).
 
-    async def pump(stream: ByteReceiveStream | None, sink: _HeadTail) -> None:
-        if stream is None:
-            return
-        try:
-            async for chunk in stream:
-                sink.feed(chunk)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            return
-
-    try:
-        with anyio.move_on_after(timeout_seconds) as scope:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(pump, process.stdout, out)
-                tg.start_soon(pump, process.stderr, err)
-                await process.wait()
-                # Members of the group still holding the pipes open would keep the pumps waiting.
-                _kill_tree(process.pid, exited=True)
-        if scope.cancelled_caught:
-            timed_out = True
-    finally:
-        _kill_tree(process.pid, exited=process.returncode is not None)
-        with anyio.CancelScope(shield=True):
+        Raises:
+            ValueError: an entry is empty or holds shell syntax.
+        """
+        parsed: list[tuple[str, ...]] = []
+        for i, entry in enumerate(entries):
+            if not isinstance(entry, str):
+                raise TypeError(f"shell_commands entry {i} must be a str, not {type(entry).__name__}")
             try:
-                with anyio.move_on_after(5):
-                    await process.wait()
-            finally:
-                await process.aclose()
-    code = None if timed_out else process.returncode
-    return CommandResult(
-        exit_code=code,
-        stdout=out.text(),
-        stderr=err.text(),
-        timed_out=timed_out,
-        stdout_bytes=out.total,
-        stderr_bytes=err.total,
-        duration_seconds=time.monotonic() - started,
-    )
+                words = split_command_line(entry)
+            except ShellSyntaxError as exc:
+                raise ValueError(f"shell_commands entry {i} ({entry!r}): {exc}") from None
+            parsed.append(tuple(words))
+        commands = _unique(tuple(parsed))
+        if not commands:
+            return cls()
+        return cls(ShellMode.ALLOW_LIST, commands)
+
+    # -------------------------------------------------------------------------------------------------- the policy
+
+    @property
+    def enabled(self) -> bool:
+        return self.mode is not ShellMode.OFF
+
+    @property
+    def needs_approval(self) -> bool:
+        return bool(self.approvers) or self.loop_approval
+
+    @property
+    def lists_git(self) -> bool:
+        """Whether an allow-list entry can run git (directly, through a launcher or a git front end)."""
+        return self.mode is ShellMode.ALLOW_LIST and any(entry_lists_git(e) for e in self.commands)
+
+    def union(self, other: ShellGrant) -> ShellGrant:
+        """Either side's commands. An approval on either side applies to the union (it never runs unasked)."""
+        if not self.enabled:
+            return other
+        if not other.enabled:
+            return self
+        if ShellMode.OPEN in (self.mode, other.mode):
+            return ShellGrant(ShellMode.OPEN)
+        approvers = _unique(self.approvers + other.approvers)
+        loop = self.loop_approval or other.loop_approval
+        if ShellMode.ANY_PROGRAM in (self.mode, other.mode):
+            return ShellGrant(ShellMode.ANY_PROGRAM, (), approvers, loop)
+        return ShellGrant(ShellMode.ALLOW_LIST, _unique(self.commands + other.commands), approvers, loop)
+
+    def intersect(self, other: ShellGrant) -> ShellGrant:
+        """The stricter policy: commands both allow, no shell unless both give one, every approver of both asked."""
+        if not self.enabled or not other.enabled:
+            return ShellGrant()
+        approvers = _unique(self.approvers + other.approvers)
+        loop = self.loop_approval or other.loop_approval
+        width = min(_SHELL_WIDTH[self.mode], _SHELL_WIDTH[other.mode])
+        if width == _SHELL_WIDTH[ShellMode.OPEN]:
+            if approvers or loop:
+                return ShellGrant(ShellMode.ANY_PROGRAM, (), approvers, loop)
+            return ShellGrant(ShellMode.OPEN)
+        if width == _SHELL_WIDTH[ShellMode.ANY_PROGRAM]:
+            return ShellGrant(ShellMode.ANY_PROGRAM, (), approvers, loop)
+        if self.mode is ShellMode.ALLOW_LIST and other.mode is ShellMode.ALLOW_LIST:
+            both: list[tuple[str, ...]] = []
+            for a in self.commands:
+                for b in other.commands:
+                    if _is_prefix(a, b):
+                        both.append(b)
+                    elif _is_prefix(b, a):
+                        both.append(a)
+            commands = _unique(tuple(both))
+        else:
+            commands = self.commands if self.mode is ShellMode.ALLOW_LIST else other.commands
+        if not commands:
+            return ShellGrant()
+        return ShellGrant(ShellMode.ALLOW_LIST, commands, approvers, loop)
+
+    # -------------------------------------------------------------------------------------------------- the checks
+
+    def parse(self, line: str, *, trusted: Callable[[str], bool] | None = None) -> tuple[str, list[str]]:
+        """Check a command line against the grant and split it: `(program, args)` (see `Capabilities.parse_command`).
+
+        `trusted` says whether a PATH directory or program may be run from (see `find_program`).
+
+        Raises:
+            CapabilityDeniedError: the shell is off, the line holds shell syntax, it is not on the allow-list, the
+                program is not on PATH, or an argument would be re-read as a command.
+        """
+        if not self.enabled:
+            raise denial(f"Command {line!r} is refused: no shell grant.", target=line, rule="shell-off")
+        if not isinstance(line, str):
+            raise TypeError("a command line is a str")
+        if self.mode is ShellMode.OPEN:
+            if "\x00" in line:
+                raise denial("Command holds a NUL character.", target=line, rule="shell-syntax")
+            argv = platform_shell_argv(line)
+            return argv[0], argv[1:]
+        try:
+            words = split_command_line(line)
+        except ShellSyntaxError as exc:
+            raise denial(
+                f"Command {line!r} is refused: {exc} (commands run without a shell; quote plain text).",
+                target=line,
+                rule="shell-syntax",
+            ) from None
+        program, args = words[0], words[1:]
+        if self.mode is ShellMode.ALLOW_LIST and not any(_is_prefix(e, words) for e in self.commands):
+            listed = ", ".join(repr(" ".join(e)) for e in self.commands)
+            raise denial(
+                f"Command {line!r} is not on the shell allow-list ({listed}).", target=line, rule="not-allow-listed"
+            )
+        problem = reinterpreter_problem(program, args)
+        if problem is not None:
+            raise denial(f"Command {line!r} is refused: {problem}.", target=line, rule="reinterpreter")
+        self.find_program(program, line, trusted=trusted)
+        return program, list(args)
+
+    def find_program(self, program: str, line: str, *, trusted: Callable[[str], bool] | None = None) -> str:
+        """The absolute path of the program a split line runs: looked up on PATH only, or an absolute path as written.
+
+        PATH directories `trusted` says no to (those the file tools can write) are not searched, and a program that
+        leads into one is passed over: a model that can write a file there could put its own `ls` before the real one.
+
+        Raises:
+            CapabilityDeniedError: a relative program path, a path that is not an executable file, or a name not on
+                PATH outside the directories the file tools can write.
+        """
+        if "/" in program or (os.name == "nt" and "\\" in program):
+            if not os.path.isabs(program):
+                raise denial(
+                    f"Command {line!r}: program {program!r} is a relative path; programs are looked up on PATH only.",
+                    target=line,
+                    rule="program-path",
+                )
+            if not (os.path.isfile(program) and os.access(program, os.X_OK)):
+                raise denial(
+                    f"Command {line!r}: program {program!r} is not an executable file.",
+                    target=line,
+                    rule="program-path",
+                )
+            return program
+        found = lookup_program(program, trusted=trusted)
+        if found is None:
+            if trusted is not None and lookup_program(program) is not None:
+                raise denial(
+                    f"Command {line!r}: program {program!r} is on PATH only in a directory the file tools can write "
+                    "(a model could have put it there), so it is not run.",
+                    target=line,
+                    rule="program-path",
+                )
+            raise denial(
+                f"Command {line!r}: program {program!r} was not found on PATH.", target=line, rule="program-not-found"
+            )
+        return found
+
+    def prepare(
+        self,
+        line: str,
+        program: str,
+        args: Sequence[str],
+        *,
+        working_directory: str,
+        environment: Mapping[str, str] | None,
+        options: ShellOptions,
+        host_environment: Mapping[str, str] | None,
+        trusted: Callable[[str], bool] | None = None,
+    ) -> PreparedCommand:
+        """A parsed line with its checked working directory: the model's variables checked, the environment built.
+
+        Without an open shell the child's PATH keeps only absolute directories `trusted` accepts, so a program the
+        command starts by name (a pager, an editor, a hook's interpreter) is never found in the working directory or
+        in a directory the file tools can write.
+
+        Raises:
+            CapabilityDeniedError: a variable the model may not set, or one that is not valid text.
+        """
+        model_env = dict(environment or {})
+        host = os.environ if host_environment is None else host_environment
+        for name, value in model_env.items():
+            if not isinstance(name, str) or not name or "=" in name or "\x00" in name:
+                raise denial(f"Environment variable name {name!r} is not valid.", target=name, rule="environment")
+            if not isinstance(value, str) or "\x00" in value:
+                raise denial(
+                    f"Environment variable {name!r} has a value that is not valid text.",
+                    target=name,
+                    rule="environment",
+                )
+        if self.mode is ShellMode.OPEN:
+            for name in model_env:
+                if replaces_loader(name):
+                    raise denial(
+                        f"Environment variable {name!r} replaces the program search path or loader; it cannot be set.",
+                        target=name,
+                        rule="environment",
+                    )
+            env = open_shell_environment(host, inherit_secrets=options.inherit_secrets)
+            argv = (program, *args)
+        else:
+            allowed = {_env_key(n) for n in options.model_environment_names}
+            for name in model_env:
+                if _env_key(name) not in allowed:
+                    raise denial(
+                        f"Environment variable {name!r} may not be set by the model (the host has not named it).",
+                        target=name,
+                        rule="environment",
+                    )
+            env = minimal_environment(host, options.inherited_environment_names)
+            if "PATH" in env:
+                env["PATH"] = os.pathsep.join(search_path(env["PATH"], trusted=trusted))
+            argv = (self.find_program(program, line, trusted=trusted), *args)
+        env.update(model_env)
+        return PreparedCommand(
+            argv=argv,
+            program=program if self.mode is not ShellMode.OPEN else line,
+            args=tuple(args) if self.mode is not ShellMode.OPEN else (),
+            working_directory=working_directory,
+            environment=env,
+            model_environment=model_env,
+            line=line,
+            needs_approval=self.needs_approval,
+            loop_approval=self.loop_approval,
+        )
+
+    async def approve(self, request: CommandRequest) -> bool:
+        """Ask every approver (in order); True only when all approve. True when there are none.
+
+        A plain (non-async) approver runs in a worker thread, so one that prompts at a terminal does not stall the
+        event loop.
+        """
+        import anyio.to_thread
+
+        for approver in self.approvers:
+            call = approver if inspect.isfunction(approver) or inspect.ismethod(approver) else type(approver).__call__
+            if inspect.iscoroutinefunction(approver) or inspect.iscoroutinefunction(call):
+                answer = approver(request)
+            else:
+                answer = await anyio.to_thread.run_sync(approver, request)
+            if inspect.isawaitable(answer):
+                answer = await answer
+            if answer is not True:
+                return False
+        return True
+
+    def decide(self, prepared: PreparedCommand) -> CommandDecision:
+        """Whether a checked command is held for a person in the agent loop, asked of host approvers, or just run."""
+        return CommandDecision(prepared, hold=prepared.loop_approval, ask=bool(self.approvers))
+
+    async def run(
+        self,
+        prepared: PreparedCommand,
+        *,
+        approved: bool,
+        timeout_seconds: float | None,
+        options: ShellOptions,
+    ) -> CommandResult:
+        """Ask for approval as the grant says, then run a prepared command.
+
+        Raises:
+            CapabilityMissingError: the grant holds every command for a person in the agent loop, and this call was
+                not approved there (it was run outside an agent run).
+            CapabilityDeniedError: an approver said no.
+            OSError: the program could not be started (its message names the program as written, not its path).
+        """
+        line = prepared.line
+        if self.decide(prepared).hold and not approved:
+            raise CapabilityMissingError(
+                f"Command {line!r} was not run: the shell grant holds every command until a person approves it "
+                "(Capabilities.shell_with_loop_approval()), and a shell grant with loop approval needs the agent loop, "
+                "which holds the call for approval and runs it once approved. Outside an agent run, grant "
+                "Capabilities.shell_with_approval(approver) to ask inside the tool, or Capabilities.shell_commands(...)."
+            )
+        if self.approvers and not await self.approve(prepared.request):
+            raise denial(f"Command {line!r} was not approved.", target=line, rule="approval-denied")
+        timeout = options.default_timeout_seconds if timeout_seconds is None else float(timeout_seconds)
+        if not timeout > 0:  # NaN too
+            raise ValueError("timeout_seconds must be positive")
+        timeout = min(timeout, options.max_timeout_seconds)
+        try:
+            return await run_process(
+                prepared.argv,
+                cwd=prepared.working_directory,
+                env=prepared.environment,
+                timeout_seconds=timeout,
+                output_limit_bytes=options.output_limit_bytes,
+            )
+        except OSError as exc:
+            # The system names the program's path on PATH or the real working directory: host paths. Say which failed.
+            where = "in its working directory" if exc.filename == prepared.working_directory else ""
+            reason = (exc.strerror or type(exc).__name__).lower()
+            raise OSError(f"could not start {prepared.program!r}{' ' + where if where else ''}: {reason}") from exc
+
+    # ------------------------------------------------------------------------------------------------ persistence
+
+    def to_data(self) -> dict[str, Any]:
+        """The `shell` part of the saved summary: `enabled`, `approval`, and `commands` for an allow-list."""
+        shell: dict[str, Any] = {"enabled": self.enabled, "approval": self.needs_approval}
+        if self.mode is ShellMode.ALLOW_LIST:
+            shell["commands"] = [_join_words(e) for e in self.commands]
+        return shell
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any], path: str) -> ShellGrant:
+        """Rebuild the grant from its saved part. Approval without an approver becomes the loop gate.
+
+        Raises:
+            BadDefinitionError: the part is not well formed (the path names the key).
+        """
+        if not _bool(data.get("enabled", False), f"{path}.enabled"):
+            return cls()
+        approval = _bool(data.get("approval", False), f"{path}.approval")
+        commands = data.get("commands")
+        if commands is not None:
+            lines = _str_list(commands, f"{path}.commands")
+            try:
+                listed = cls.allow_list(*lines)
+            except ValueError as exc:
+                raise BadDefinitionError(str(exc), path=f"{path}.commands") from None
+            if approval and listed.enabled:
+                listed = cls(listed.mode, listed.commands, listed.approvers, True)
+            return listed
+        if approval:
+            return cls(ShellMode.ANY_PROGRAM, (), (), True)
+        return cls(ShellMode.OPEN)
+
+
+def _str_list(value: object, path: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise BadDefinitionError("expected a list of strings", path=path)
+    return list(value)
+
+
+def _bool(value: object, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise BadDefinitionError("expected true or false", path=path)
+    return value

@@ -96,6 +96,14 @@ class Reference:
         """The routine or swarm this reference names."""
         return self.routine if self.routine is not None else self.swarm or ""
 
+    @property
+    def label(self) -> str:
+        """The entry as a message names it: its routine or swarm, quoted, or the tools a tools-only entry lists."""
+        if self.routine is not None or self.swarm is not None:
+            return repr(self.source)
+        names = ", ".join(repr(t) for t in self.tools or [])
+        return f"tools {names}" if names else "an empty tools list"
+
     @classmethod
     def read(cls, r: Reader, value: Any, path: Sequence[Step]) -> Reference:
         d = r.mapping(value, path)
@@ -440,7 +448,7 @@ class Definition(Persisted):
                 continue
             reason = check(ref) if check is not None else None
             if reason is not None:
-                r.refuse(f"the reference to {ref.source!r} is not granted: {reason}", path)
+                r.refuse(f"the reference to {ref.label} is not granted: {reason}", path)
                 self._dropped.setdefault("references", []).append((i, item))
                 continue
             kept.append(ref)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import httpx
 
-    from onellm.capabilities._shell import ShellOptions
+    from onellm.capabilities import ShellOptions
     from onellm.errors import Secret
 
 __all__ = ["BuiltinOptions", "SearchPricing"]

@@ -8,13 +8,14 @@ instance in the waiting state until a person answers.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from onellm.errors import CapabilityDeniedError
+from onellm.errors import CapabilityDeniedError, StorageError
 from onellm.tools import Tool, ToolContext
 from onellm.tools.builtin._options import BuiltinOptions
 from onellm.tools.builtin._state import MemoryStore, StateError, TodoItem, TodoStore, render_todos
@@ -56,13 +57,27 @@ def _state_directory(ctx: ToolContext, options: BuiltinOptions) -> Path:
     working = Path(ctx.working_directory)
     if not caps.is_writable(str(working)):
         raise CapabilityDeniedError(
-            f"todo and memory need the write grant on the working directory {working}",
+            "todo and memory need the write grant on the working directory (rule: files-write)",
             target=str(working),
             rule="files-write",
         )
     if options.state_directory is not None:
         return Path(options.state_directory)
     return Path(os.path.realpath(working)) / ".onellm"
+
+
+@contextlib.contextmanager
+def _state_errors(tool: str) -> Iterator[None]:
+    """What the system says about the state directory, without its host path (the model never gave it)."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno is None:
+            raise
+        reason = (exc.strerror or type(exc).__name__).rstrip(".")
+        raise StorageError(
+            f"{tool} could not use its state directory: {reason[:1].lower()}{reason[1:]}", operation=tool
+        ) from exc
 
 
 def agent_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
@@ -76,10 +91,11 @@ def agent_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
         Args:
             todos: The complete new list, in order. Omit it to read the current list.
         """
-        store = TodoStore(_state_directory(ctx, options), ctx.instance_id)
-        if todos is not None:
-            store.write(list(todos))
-        return render_todos(store.read())
+        with _state_errors("todo"):
+            store = TodoStore(_state_directory(ctx, options), ctx.instance_id)
+            if todos is not None:
+                store.write(list(todos))
+            return render_todos(store.read())
 
     def memory(
         action: Literal["list", "read", "write", "append", "delete"],
@@ -94,7 +110,10 @@ def agent_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
             key: The entry: 1 to 64 letters, digits, '.', '_' or '-'. Needed for every action but 'list'.
             content: The text to write or append.
         """
-        store = MemoryStore(_state_directory(ctx, options))
+        with _state_errors("memory"):
+            return _memory(MemoryStore(_state_directory(ctx, options)), action, key, content)
+
+    def _memory(store: MemoryStore, action: str, key: str | None, content: str | None) -> str:
         if action == "list":
             keys = store.keys()
             return "\n".join(keys) if keys else "Memory is empty."

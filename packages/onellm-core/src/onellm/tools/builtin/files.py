@@ -103,7 +103,7 @@ def file_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
 
             resolved, data = await anyio.to_thread.run_sync(_access.read_bytes, ctx, path, options.max_file_bytes)
             text = decode_text(data, path).text
-            label = _access.display_path(ctx, resolved)
+            label = _access.display_path(ctx, resolved, path)
         if not text:
             return f"({label} is empty)"
         if start_line is None and end_line is None and len(text) <= options.read_limit_chars:
@@ -145,9 +145,10 @@ def file_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
         """
         filters = _filters(options, inclusionPatterns, exclusionPatterns)
         start = _access.resolve_read(ctx, path)
-        if not start.is_dir():
-            if start.exists():
-                raise NotADirectoryError(f"{path} is a file, not a directory; use read_file to read it")
+        kind = _access.describe_start(ctx, path, start, "list")
+        if kind == "file":
+            raise NotADirectoryError(f"{path} is a file, not a directory; use read_file to read it")
+        if kind == "missing":
             raise FileNotFoundError(f"{path} does not exist")
         lines: list[str] = []
         limit = options.list_limit_entries
@@ -207,14 +208,15 @@ def file_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
         caps = ctx.capabilities
         start = _access.resolve_read(ctx, path)
         candidates: Iterator[tuple[str, Path, DirectoryHandle | None]]
-        if start.is_dir():
+        kind = _access.describe_start(ctx, path, start, "search")
+        if kind == "dir":
             candidates = (
                 (e.rel, e.path, e.directory if e.kind == "file" else None)
                 for e in walk(caps, start, recursive=True, filters=filters)
                 if e.kind in ("file", "symlink") and filters.included(e.rel)
             )
-        elif start.exists():
-            candidates = iter([(_access.display_path(ctx, start), start, None)])
+        elif kind == "file":
+            candidates = iter([(_access.display_path(ctx, start, path), start, None)])
         else:
             raise FileNotFoundError(f"{path} does not exist")
         results: list[str] = []
@@ -227,7 +229,12 @@ def file_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
             try:
                 # A file the walk found opens relative to its checked directory, never through a link; a link (or the
                 # one file asked for) goes through open_read, which makes the whole check and the double check.
-                opened = directory.open_file(file_path.name) if directory else caps.open_read(str(file_path))
+                if directory is not None:
+                    opened = directory.open_file(file_path.name)
+                elif kind == "file":
+                    opened = caps.open_read(path, base=ctx.working_directory)  # the one file asked for, as given
+                else:
+                    opened = caps.open_read(str(file_path))
                 with opened as fh:
                     size = os.fstat(fh.fileno()).st_size
                     if size > options.search_max_file_bytes:
@@ -287,7 +294,7 @@ def file_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
             raise ValueError(f"content is {len(data)} bytes, above the limit of {options.max_file_bytes} bytes")
         resolved, created = _access.write_bytes(ctx, path, data)
         verb = "Created" if created else "Overwrote"
-        return f"{verb} {_access.display_path(ctx, resolved)} ({len(data)} bytes)."
+        return f"{verb} {_access.display_path(ctx, resolved, path)} ({len(data)} bytes)."
 
     def replace_string(path: str, old_string: str, new_string: str, ctx: ToolContext, replace_all: bool = False) -> str:
         """Replaces text in a file: old_string must occur exactly once, unless replace_all is true.
@@ -304,7 +311,7 @@ def file_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
         _access.resolve_write(ctx, path)  # refuse before reading when the file cannot be written
         resolved, data = _access.read_bytes(ctx, path, options.max_file_bytes)
         decoded = decode_text(data, path)
-        label = _access.display_path(ctx, resolved)
+        label = _access.display_path(ctx, resolved, path)
         text, count = replace_in_text(decoded.text, old_string, new_string, replace_all=replace_all, name=label)
         out = encode_text(text, bom=decoded.bom)
         if len(out) > options.max_file_bytes:
@@ -388,7 +395,7 @@ def _plan_patch(ctx: ToolContext, options: BuiltinOptions, file_patches: list[Fi
         if resolved in current:
             before = current[resolved]
             bom = steps[resolved].bom
-        elif resolved.exists():
+        elif _access.describe_start(ctx, name, resolved, "read") != "missing":
             _, data = _access.read_bytes(ctx, name, options.max_file_bytes)
             try:
                 decoded = decode_text(data, name)
@@ -404,7 +411,7 @@ def _plan_patch(ctx: ToolContext, options: BuiltinOptions, file_patches: list[Fi
         if after is not None and len(after.encode("utf-8")) > options.max_file_bytes:
             raise ValueError(f"{name} would be larger than {options.max_file_bytes} bytes; nothing was written")
         current[resolved] = after
-        label = _access.display_path(ctx, resolved)
+        label = _access.display_path(ctx, resolved, name)
         created = resolved not in steps and before is None
         if after is None:
             action, detail = "D", "deleted"
@@ -415,5 +422,9 @@ def _plan_patch(ctx: ToolContext, options: BuiltinOptions, file_patches: list[Fi
             hunks = hunk_counts[resolved] = hunk_counts.get(resolved, 0) + len(fp.hunks)
             detail = f"{hunks} hunk{'s' if hunks != 1 else ''}"
         steps[resolved] = _Step(name, label, action, detail, after, bom)
-    ctx.capabilities.check_planned_writes(list(steps), [p for p, step in steps.items() if step.new_text is not None])
+    ctx.capabilities.check_planned_writes(
+        list(steps),
+        [p for p, step in steps.items() if step.new_text is not None],
+        labels={p: step.label for p, step in steps.items()},
+    )
     return list(steps.values())

@@ -3,13 +3,17 @@
 Every check is the grant's (`Capabilities.run_command`): the line is split without a shell and matched against the
 allow-list (or given to the platform shell when the shell is open), the working directory must be readable, the model
 may set only the variables the host named, host approvers are asked, and the process group is killed at the timeout.
-Under `Capabilities.shell_with_loop_approval` the agent loop holds the call until a person approves it, then runs it
-with `approved` set in `ToolContext.extra`.
+Under `Capabilities.shell_with_loop_approval` the agent loop holds the call until a person approves it
+(`Capabilities.decide_command` tells it to), then runs it with `approved` set in `ToolContext.extra`; run outside the
+agent loop, such a call fails with `CapabilityMissingError`.
+
+No text the tool returns names a host path the model did not give: the working directory is checked as the model wrote
+it (relative to the call's working directory), and a program that cannot start is named as written on the line.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 from onellm.tools import Tool, ToolContext
 from onellm.tools.builtin._options import BuiltinOptions
@@ -43,11 +47,10 @@ def shell_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
             raise ValueError("command is empty")
         if timeout_seconds is not None and timeout_seconds <= 0:
             raise ValueError("timeout_seconds must be positive")
-        base = Path(ctx.working_directory)
-        cwd = str(base if working_dir is None else base / working_dir)
         result = await ctx.capabilities.run_command(
             command,
-            working_directory=cwd,
+            working_directory=working_dir if working_dir is not None else os.curdir,
+            base=ctx.working_directory,
             environment=environment,
             timeout_seconds=timeout_seconds,
             options=options.shell,

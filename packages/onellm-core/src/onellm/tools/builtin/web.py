@@ -9,6 +9,7 @@ error; its host must be in the network grant like any other; each query is charg
 from __future__ import annotations
 
 import os
+import re
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import msgspec
@@ -27,6 +28,9 @@ _Count = Annotated[int, msgspec.Meta(ge=1, le=20)]
 _MAX_QUERY_CHARS = 400
 _MAX_QUERY_WORDS = 50
 _SHOWN_HEADERS = ("content-type", "content-length", "location", "last-modified", "etag", "retry-after")
+# RFC 9110: a field name is a token; a value is visible ASCII, spaces and tabs (httpx sends values as ASCII).
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")
 _TEXT_TYPES = ("text/", "application/json", "application/xml", "application/xhtml", "application/javascript")
 
 
@@ -121,8 +125,15 @@ def web_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
         if data is not None and len(data) > options.http_request_body_limit_bytes:
             raise ValueError(f"body is {len(data)} bytes, above the limit of {options.http_request_body_limit_bytes}")
         for name, value in (headers or {}).items():
-            if not name or any(c in name for c in "\r\n:\x00") or any(c in value for c in "\r\n\x00"):
-                raise ValueError(f"header {name!r} has a name or value with line breaks or control characters")
+            if not _HEADER_NAME.fullmatch(name):
+                raise ValueError(
+                    f"header name {name!r} is not valid: letters, digits and !#$%&'*+-.^_`|~ only, no spaces"
+                )
+            if not _HEADER_VALUE.fullmatch(value):
+                raise ValueError(
+                    f"header {name!r} has a value with line breaks, control characters or non-ASCII text; "
+                    "HTTP header values are ASCII"
+                )
         client = EgressClient.shared(ctx.capabilities)
         import httpx
 
@@ -179,19 +190,27 @@ async def _brave_search(
 ) -> dict[str, Any]:
     import httpx
 
+    from onellm.capabilities import check_url
     from onellm.messages import CostLine
 
     headers = {"Accept": "application/json", "X-Subscription-Token": key.reveal()}
     params = {"q": query, "count": str(count)}
     caps = ctx.capabilities
+    # The endpoint is checked against the grant before anything is sent, whichever client sends it.
+    try:
+        url = check_url(caps.network_grant, options.brave_endpoint)
+    except CapabilityDeniedError as exc:
+        if exc.rule not in ("network-off", "host-not-granted"):
+            raise
+        host = httpx.URL(options.brave_endpoint).host
+        raise CapabilityDeniedError(
+            f"search_web needs {host} in the network grant (Capabilities.network({host!r}) or "
+            f"Capabilities.any_public_hosts()) (rule: {exc.rule})",
+            target=exc.target,
+            rule=exc.rule,
+        ) from None
     if options.search_transport is not None:
-        # A host-supplied transport (tests): the grant's host check still applies before anything is sent.
-        url = httpx.URL(options.brave_endpoint)
-        port = url.port or (443 if url.scheme == "https" else 80)
-        if not caps.network_enabled or not caps.allows_host(url.host, port):
-            raise CapabilityDeniedError(
-                f"search_web needs {url.host} in the network grant", target=f"{url.host}:{port}", rule="network"
-            )
+        # A host-supplied transport (tests): the URL check above still applied.
         async with httpx.AsyncClient(transport=options.search_transport, trust_env=False) as plain:
             response = await plain.get(url, params=params, headers=headers, timeout=options.http_timeout_seconds)
             await response.aread()
@@ -200,7 +219,7 @@ async def _brave_search(
 
         client = EgressClient.shared(caps)
         response = await client.request(
-            "GET", options.brave_endpoint, params=params, headers=headers, timeout=options.http_timeout_seconds
+            "GET", url, params=params, headers=headers, timeout=options.http_timeout_seconds
         )
     # The query was sent: it is charged whatever the answer says.
     pricing = options.search_pricing
