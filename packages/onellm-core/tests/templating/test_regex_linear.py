@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from onellm._go.regexp import _expand, _python_pattern, compile_re2, replace_all
 from onellm.templating import TemplateError, render
-from onellm.templating._regex import _expand, _python_pattern, compile_re2, replace_all
 
 # ---------------------------------------------------------------------------------------------- a pattern grammar
 

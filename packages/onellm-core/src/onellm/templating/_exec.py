@@ -16,18 +16,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from onellm.templating._funcs import (
-    ANY,
-    INT,
-    STRING,
-    VALUE,
+from onellm._go.fmt import MISSING, U8, go_quote, go_type, sorted_items, value_text
+from onellm.templating._errors import (
+    MAX_TEMPLATE_DEPTH,
     CallError,
-    FuncSpec,
+    DepthUnwind,
+    ExecFail,
     LimitError,
-    go_call,
-    truth,
+    LimitFail,
+    Where,
 )
-from onellm.templating._gofmt import MISSING, U8, go_quote, go_type, sorted_items, value_text
+from onellm.templating._funcs import ANY, INT, STRING, VALUE, FuncSpec, go_call, truth
 from onellm.templating._parse import (
     ActionNode,
     BoolNode,
@@ -53,41 +52,12 @@ from onellm.templating._parse import (
     WithNode,
 )
 
-__all__ = ["ExecFail", "Program", "State", "compile_program"]
+__all__ = ["HostState", "Program", "State", "compile_program"]
 
-MAX_TEMPLATE_DEPTH = 100000
 NOFINAL: Any = object()
 
 Stmt = Callable[["State", Callable[[str], Any], Any, list[Any]], None]
 Expr = Callable[..., Any]
-
-
-class ExecFail(Exception):
-    """A run-time error: the node it happened at, the source it belongs to, and Go's message."""
-
-    def __init__(self, where: Where, node: Node | None, message: str, kind: str = "execute") -> None:
-        super().__init__(message)
-        self.where = where
-        self.node = node
-        self.message = message
-        self.kind = kind
-
-    @property
-    def detail(self) -> str:
-        if self.node is None:
-            return self.message
-        ctx = str(self.node)
-        return f"executing {go_quote(self.where.tree)} at <{ctx}>: {self.message}"
-
-
-class Where:
-    """Which source text and which named tree a closure belongs to (for error positions and messages)."""
-
-    __slots__ = ("source", "tree")
-
-    def __init__(self, source: Any, tree: str) -> None:
-        self.source = source
-        self.tree = tree
 
 
 class _Break(Exception):
@@ -139,33 +109,6 @@ class State:
             raise LimitFail("rendering was cancelled")
 
 
-class DepthUnwind(Exception):
-    """Python's stack ran out inside nested template calls; collects the calls while unwinding.
-
-    Go stops at depth 100000; Python's stack is shallower. To report the call Go would report, the recursion's
-    period is found in the recorded calls and the call at Go's depth (modulo the period) is chosen.
-    """
-
-    def __init__(self, calls: list[tuple[Where, Node, int]]) -> None:
-        super().__init__("template recursion too deep")
-        self.calls = calls
-
-    def fail(self) -> ExecFail:
-        calls = self.calls
-        chosen = calls[0]
-        for p in range(1, 33):
-            if len(calls) < 3 * p:
-                break
-            if all(calls[i][1] is calls[i + p][1] for i in range(2 * p)):
-                for c in calls[:p]:
-                    if c[2] % p == MAX_TEMPLATE_DEPTH % p:
-                        chosen = c
-                        break
-                break
-        where, node, _depth = chosen
-        return ExecFail(where, node, f"exceeded maximum template depth ({MAX_TEMPLATE_DEPTH})")
-
-
 class HostState(State):
     """A render with host hooks."""
 
@@ -183,10 +126,6 @@ class HostState(State):
         self.cancel = cancel
         self.now = now
         self.embed = None
-
-
-class LimitFail(Exception):
-    """The output limit was reached, or the render was cancelled."""
 
 
 class Tree:
@@ -1091,6 +1030,6 @@ def _now_impl(st: State) -> Any:
 
 
 def _date_impl(st: State, layout: str, t: Any) -> str:
-    from onellm.templating._time import format_date
+    from onellm._go.timefmt import format_date
 
     return format_date(layout, t)

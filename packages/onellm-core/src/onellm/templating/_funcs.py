@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from onellm.templating._gofmt import (
+from onellm._go.fmt import (
     MISSING,
     U8,
     byte_len,
@@ -26,22 +26,15 @@ from onellm.templating._gofmt import (
     to_bytes,
     value_text,
 )
+from onellm.templating._errors import CallError, LimitError
 from onellm.templating._parse import GO_SPACE
 
-__all__ = ["ANY", "INT", "STRING", "VALUE", "CallError", "FuncSpec", "standard_functions", "truth"]
+__all__ = ["ANY", "INT", "STRING", "VALUE", "FuncSpec", "standard_functions", "truth"]
 
 VALUE = 0
 ANY = 1
 STRING = 2
 INT = 3
-
-
-class CallError(Exception):
-    """A function failed; the message follows Go's wording."""
-
-
-class LimitError(Exception):
-    """A function would produce more output than a render may."""
 
 
 class FuncSpec:
@@ -628,7 +621,7 @@ def _time_text(v: Any) -> str | None:
 
     if not isinstance(v, datetime):
         return None
-    from onellm.templating._time import format_date
+    from onellm._go.timefmt import format_date
 
     return format_date("2006-01-02T15:04:05.999999999Z07:00", v)
 
@@ -770,13 +763,13 @@ def to_yaml(v: Any) -> str:
 
 
 def regex_match(pattern: str, s: str) -> bool:
-    from onellm.templating._regex import compile_re2
+    from onellm._go.regexp import compile_re2
 
     return compile_re2(pattern).search(s) is not None
 
 
 def regex_replace(pattern: str, repl: str, s: str) -> str:
-    from onellm.templating._regex import compile_re2, replace_all
+    from onellm._go.regexp import compile_re2, replace_all
 
     return replace_all(compile_re2(pattern), repl, s)
 

@@ -8,20 +8,12 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from onellm._go.fmt import MISSING, go_quote
 from onellm.errors import TemplateError
-from onellm.templating._exec import (
-    DepthUnwind,
-    ExecFail,
-    HostState,
-    LimitFail,
-    Program,
-    State,
-    Where,
-    compile_program,
-)
+from onellm.templating._errors import DepthUnwind, ExecFail, LimitFail, ParseFail, Where
+from onellm.templating._exec import HostState, Program, State, compile_program
 from onellm.templating._funcs import OUTPUT_LIMIT, FuncSpec, host_spec, standard_functions
-from onellm.templating._gofmt import MISSING, go_quote
-from onellm.templating._parse import ParseFail, parse
+from onellm.templating._parse import parse
 
 __all__ = [
     "DEFAULT_NAME",

@@ -3,7 +3,7 @@
 The pattern is parsed here, with RE2's rules: RE2's `\\d`, `\\w`, `\\s` and `\\b` are ASCII-only, `$` without `(?m)`
 means the end of the text, `[[:alpha:]]` and `\\p{Greek}` are classes, `(?<name>...)` names a group. What RE2
 rejects is rejected with Go's message (`missing closing )`, `invalid nested repetition operator`, back-references,
-look-around). The parser builds the tree that `_re2vm` compiles and runs as a Pike VM, so matching takes time
+look-around). The parser builds the tree that `re_prog` compiles and runs as a Pike VM, so matching takes time
 linear in the text (times the pattern's size) whatever the pattern; it also writes the equivalent Python `re` pattern,
 which checks the pattern the way the engine always has and serves as the reference in tests. Replacement follows
 Go's `ReplaceAllString`: `$1`, `${1}`, `$name`, `${name}`, `$$`, and an empty match right after a previous match is
@@ -16,14 +16,14 @@ import functools
 import re
 import unicodedata
 
-from onellm.templating import _re2vm as vm
-from onellm.templating._funcs import CallError
+from onellm._go import re_prog as vm
+from onellm._go.errors import GoError
 
 __all__ = ["compile_re2", "replace_all"]
 
 
-def _err(code: str, arg: str) -> CallError:
-    return CallError(f"error parsing regexp: {code}: `{arg}`")
+def _err(code: str, arg: str) -> GoError:
+    return GoError(f"error parsing regexp: {code}: `{arg}`")
 
 
 _POSIX = {

@@ -1,6 +1,6 @@
 """Linear-time matching for the template engine's RE2 patterns.
 
-The parser in `_regex` turns a pattern into the small tree defined here. The tree is compiled to a Thompson NFA
+The parser in `regexp` turns a pattern into the small tree defined here. The tree is compiled to a Thompson NFA
 program (character tests, splits, jumps, capture-slot saves and empty-width assertions) laid out the way Go's
 `regexp/syntax` compiler lays it out, so that priorities between alternatives, greedy and lazy repetition, and the
 `(x+)?` form used for a star over something that can match empty all come out as in Go.

@@ -930,7 +930,7 @@ def _other_text(v: Any) -> str:
     from datetime import datetime
 
     if isinstance(v, datetime):
-        from onellm.templating._time import go_time_text
+        from onellm._go.timefmt import go_time_text
 
         return go_time_text(v)
     return str(v)
