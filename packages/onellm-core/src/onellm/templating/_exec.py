@@ -78,7 +78,7 @@ class State:
     `HostState` adds the host hooks (cancellation, embed, time); plain renders use this lighter class.
     """
 
-    __slots__ = ("counted", "depth", "limit", "missing_error", "out", "total")
+    __slots__ = ("counted", "depth", "int_loops", "limit", "missing_error", "out", "total")
 
     cancel: Callable[[], bool] | None = None
     embed: Any = None
@@ -91,6 +91,8 @@ class State:
         self.counted = 0
         self.total = 0
         self.limit = limit
+        self.int_loops: set[Any] = set()
+        """The ranges now counting up to an integer: their elements are ints, not `interface {}`s."""
 
     def check(self) -> None:
         """Count new output against the limit and honour cancellation."""
@@ -173,8 +175,9 @@ class _Compiler:
         self.nslots = 1
         # Whether dot (and which variable slots) hold a list or map element, whose static Go type is
         # `interface {}`: it only shows in error messages.
-        self.dot_iface = False
-        self.iface_slots: set[int] = set()
+        # False, or the range whose element dot is: an `interface {}`, unless that range counts up to an integer.
+        self.dot_iface: Any = False
+        self.iface_slots: dict[int, RangeNode] = {}
 
     # -- errors
 
@@ -315,7 +318,7 @@ class _Compiler:
     def _print_field1(self, field: FieldNode) -> Stmt:
         name = field.ident[0]
         where = self.where
-        concrete = not self.dot_iface
+        concrete = self.dot_iface or True
 
         def act(st: State, w: Any, dot: Any, vs: list[Any]) -> None:
             if type(dot) is dict:
@@ -405,9 +408,9 @@ class _Compiler:
                 decl_slots = [self.declare(v.ident[0]) for v in pipe.decl]
             self.scopes.append({})
             saved_iface = self.dot_iface
-            self.dot_iface = True
+            self.dot_iface = n
             if decl_slots:
-                self.iface_slots.add(decl_slots[-1])
+                self.iface_slots[decl_slots[-1]] = n
             try:
                 body = self.block(n.list)
             finally:
@@ -424,6 +427,7 @@ class _Compiler:
         else:
             idx_slot = elem_slot = -1
         pipe_node = pipe
+        range_node = n
 
         def run(st: State, w: Any, dot: Any, vs: list[Any]) -> None:
             val = cmds_ev(st, dot, vs)
@@ -460,7 +464,14 @@ class _Compiler:
                     if other is not None:
                         other(st, w, dot, vs)
                     return None
-                return _loop_values(st, w, vs, body, range(val), elem_slot, where, pipe_node)
+                loops = st.int_loops
+                if range_node in loops:
+                    return _loop_values(st, w, vs, body, range(val), elem_slot, where, pipe_node)
+                loops.add(range_node)
+                try:
+                    return _loop_values(st, w, vs, body, range(val), elem_slot, where, pipe_node)
+                finally:
+                    loops.discard(range_node)
             elif val is MISSING or val is None:
                 if other is not None:
                     other(st, w, dot, vs)
@@ -529,7 +540,7 @@ class _Compiler:
 
     def _commands(self, pipe: PipeNode) -> Expr:
         """The commands of a pipeline, chained through `final`; no declarations."""
-        cmds = [self.command(c, i > 0) for i, c in enumerate(pipe.cmds)]
+        cmds = [self.command(c, i > 0, pipe.cmds[i - 1] if i else pipe) for i, c in enumerate(pipe.cmds)]
         if len(cmds) == 1:
             return cmds[0]
         first, rest = cmds[0], tuple(cmds[1:])
@@ -579,7 +590,9 @@ class _Compiler:
 
         return declare
 
-    def command(self, cmd: CommandNode, has_final: bool) -> Expr:
+    def command(self, cmd: CommandNode, has_final: bool, prev: Node | None = None) -> Expr:
+        """One command of a pipeline; `prev` is the command before it (whose value arrives as `final`), or the
+        pipeline itself for its first command: what Go last evaluated when the command starts."""
         first = cmd.args[0]
         if isinstance(first, FieldNode):
             return self.field_cmd(first, first.ident, None, len(cmd.args) > 1, has_final, self.dot_iface)
@@ -592,7 +605,9 @@ class _Compiler:
             return self.function(first, cmd, cmd.args[1:], has_final)
         if isinstance(first, PipeNode):
             if len(cmd.args) > 1 or has_final:
-                return self.raiser(cmd, f"can't give argument to non-function {cmd.args[0]}")
+                # Go reports it where evaluation last stood: this command, or the end of the previous one.
+                at = cmd if prev is None else _last_eval(prev) if has_final else prev
+                return self.raiser(at, f"can't give argument to non-function {cmd.args[0]}")
             return self.pipe(first, dig=True)
         if isinstance(first, VariableNode):
             slot = self.lookup(first.ident[0])
@@ -611,7 +626,7 @@ class _Compiler:
             def base_var(st: State, dot: Any, vs: list[Any]) -> Any:
                 return vs[s]
 
-            iface = slot in self.iface_slots
+            iface = self.iface_slots.get(slot, False)
             return self.field_cmd(first, first.ident[1:], base_var, len(cmd.args) > 1, has_final, iface)
         if len(cmd.args) > 1 or has_final:
             return self.raiser(first, f"can't give argument to non-function {first}")
@@ -645,10 +660,10 @@ class _Compiler:
         return _const(MISSING)
 
     def field_cmd(
-        self, node: Node, names: list[str], base: Expr | None, extra_args: bool, has_final: bool, iface: bool = False
+        self, node: Node, names: list[str], base: Expr | None, extra_args: bool, has_final: bool, iface: Any = False
     ) -> Expr:
         where = self.where
-        concrete = not iface
+        concrete = iface or True
         has_args = extra_args or has_final
         names_t = tuple(names)
         last = names_t[-1]
@@ -709,7 +724,7 @@ class _Compiler:
             return spec.variadic if spec.variadic is not None else ANY
 
         final_kind = kind_at(num_in - 1) if has_final else ANY
-        final_node: Node = args[-1] if args else ident
+        final_node: Node = _last_eval(args[-1]) if args else ident
         special = spec.special
         if special in ("and", "or"):
             evs = [self.arg(a, VALUE) for a in args]
@@ -825,7 +840,7 @@ class _Compiler:
                 def base_var(st: State, dot: Any, vs: list[Any]) -> Any:
                     return vs[s2]
 
-                ev = self.field_cmd(n, n.ident[1:], base_var, False, False, s2 in self.iface_slots)
+                ev = self.field_cmd(n, n.ident[1:], base_var, False, False, self.iface_slots.get(s2, False))
         elif isinstance(n, PipeNode):
             ev = self.pipe(n, dig=True)
         elif isinstance(n, IdentifierNode):
@@ -846,8 +861,11 @@ class _Compiler:
 
                 return any_
 
+            # A wrong type is reported where evaluation last stood: inside a parenthesised pipeline, its last node.
+            at = _last_eval(n)
+
             def typed(st: State, dot: Any, vs: list[Any]) -> Any:
-                return _validate(where, n, inner(st, dot, vs), kind)
+                return _validate(where, at, inner(st, dot, vs), kind)
 
             return typed
         if kind == STRING:
@@ -984,7 +1002,10 @@ def _field(st: State, where: Where, node: Node, recv: Any, name: str, has_args: 
         if v is MISSING and st.missing_error:
             raise ExecFail(where, node, f"map has no entry for key {go_quote(name)}")
         return v
-    typ = go_type(recv) if first else "interface {}"
+    # `first`: True for a value of concrete type, False for an `interface {}`, or the range whose element it is
+    # (an `interface {}` from a list or map, an int while that range counts up to an integer).
+    concrete = first is True or (first is not False and first in st.int_loops)
+    typ = go_type(recv) if concrete else "interface {}"
     raise ExecFail(where, node, f"can't evaluate field {name} in type {typ}")
 
 
