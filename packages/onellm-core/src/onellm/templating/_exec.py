@@ -78,7 +78,7 @@ class State:
     `HostState` adds the host hooks (cancellation, embed, time); plain renders use this lighter class.
     """
 
-    __slots__ = ("counted", "depth", "int_loops", "limit", "missing_error", "out", "total")
+    __slots__ = ("andor", "counted", "depth", "int_loops", "limit", "missing_error", "out", "total")
 
     cancel: Callable[[], bool] | None = None
     embed: Any = None
@@ -92,6 +92,8 @@ class State:
         self.total = 0
         self.limit = limit
         self.int_loops: set[Any] = set()
+        self.andor: dict[Any, int] = {}
+        """Which argument each `and` and `or` command stopped at, last time it ran."""
         """The ranges now counting up to an integer: their elements are ints, not `interface {}`s."""
 
     def check(self) -> None:
@@ -177,7 +179,7 @@ class _Compiler:
         # `interface {}`: it only shows in error messages.
         # False, or the range whose element dot is: an `interface {}`, unless that range counts up to an integer.
         self.dot_iface: Any = False
-        self.iface_slots: dict[int, RangeNode] = {}
+        self.iface_slots: dict[int, Node] = {}
 
     # -- errors
 
@@ -346,10 +348,14 @@ class _Compiler:
             saved_iface = self.dot_iface
             if is_with:
                 self.dot_iface = False
+            # What the body declares is gone in the else branch when it runs (Go's parser still knows the name,
+            # so using it there is an execution error, not a parse error).
+            self.scopes.append({})
             try:
                 body = self.block(n.list)
             finally:
                 self.dot_iface = saved_iface
+                self.scopes.pop()
             other = self.block(n.else_list) if n.else_list is not None else None
         finally:
             self.scopes.pop()
@@ -426,7 +432,7 @@ class _Compiler:
             idx_slot, elem_slot = -1, decl_slots[0]
         else:
             idx_slot = elem_slot = -1
-        pipe_node = pipe
+        pipe_node = self.site(pipe)
         range_node = n
 
         def run(st: State, w: Any, dot: Any, vs: list[Any]) -> None:
@@ -434,7 +440,7 @@ class _Compiler:
             if val is None:
                 val = MISSING
             if assign_missing is not None:
-                raise ExecFail(where, _last_eval(pipe_node), f"undefined variable: {assign_missing}")
+                raise ExecFail(where, _at(st, pipe_node), f"undefined variable: {assign_missing}")
             for s in decl_slots:
                 vs[s] = val
             t = type(val)
@@ -457,7 +463,7 @@ class _Compiler:
                 if ndecl > 1:
                     raise ExecFail(
                         where,
-                        _last_eval(pipe_node),
+                        _at(st, pipe_node),
                         f"can't use {value_text(val)} to iterate over more than one variable",
                     )
                 if val <= 0:
@@ -483,7 +489,7 @@ class _Compiler:
                         other(st, w, dot, vs)
                     return None
             else:
-                raise ExecFail(where, _last_eval(pipe_node), f"range can't iterate over {value_text(val)}")
+                raise ExecFail(where, _at(st, pipe_node), f"range can't iterate over {value_text(val)}")
             i = 0
             for k, e in pairs:
                 if idx_slot >= 0:
@@ -577,14 +583,14 @@ class _Compiler:
             else:
                 slots.append(self.declare(v.ident[0]))
         slot0 = slots[0]
-        last_node = _last_eval(pipe)
+        last_node = self.site(pipe)
 
         def declare(st: State, dot: Any, vs: list[Any]) -> Any:
             v = ev(st, dot, vs)
             if v is None:
                 v = MISSING
             if missing_name is not None:
-                raise ExecFail(where, last_node, f"undefined variable: {missing_name}")
+                raise ExecFail(where, _at(st, last_node), f"undefined variable: {missing_name}")
             vs[slot0] = v
             return v
 
@@ -724,18 +730,23 @@ class _Compiler:
             return spec.variadic if spec.variadic is not None else ANY
 
         final_kind = kind_at(num_in - 1) if has_final else ANY
-        final_node: Node = _last_eval(args[-1]) if args else ident
+        final_node: Any = self.site(args[-1]) if args else ident
         special = spec.special
         if special in ("and", "or"):
             evs = [self.arg(a, VALUE) for a in args]
             want = special == "or"
 
+            # Where it stopped is where Go's evaluation stands afterwards (see `site`).
+            key = cmd
+
             def and_or(st: State, dot: Any, vs: list[Any], final: Any = NOFINAL) -> Any:
                 v: Any = MISSING
-                for e in evs:
+                for i, e in enumerate(evs):
                     v = e(st, dot, vs)
                     if truth(v) == want:
+                        st.andor[key] = i
                         return v
+                st.andor[key] = len(evs) - 1
                 if final is not NOFINAL:
                     v = final
                 return v
@@ -783,7 +794,7 @@ class _Compiler:
         def call(st: State, dot: Any, vs: list[Any], final: Any = NOFINAL) -> Any:
             argv = [e(st, dot, vs) for e in evs]
             if final is not NOFINAL:
-                argv.append(_validate(where, final_node, final, final_kind))
+                argv.append(_validate(where, final_node, final, final_kind, st))
             try:
                 if needs_state:
                     return impl(st, *argv)
@@ -794,6 +805,23 @@ class _Compiler:
                 raise ExecFail(where, cmd, f"{name}: the result exceeds the output limit", kind="limit") from None
 
         return call
+
+    def site(self, n: Node) -> Node | _AndOr:
+        """Where Go's evaluation stands after evaluating `n` (Go reports later errors there): its last node, or, when
+        that is a short-circuiting `and` or `or`, the argument it stopped at, known only while running."""
+        if isinstance(n, PipeNode):
+            return self.site(n.cmds[-1])
+        if isinstance(n, CommandNode):
+            first = n.args[0]
+            if isinstance(first, IdentifierNode) and len(n.args) > 1:
+                spec = self.funcs.get(first.ident)
+                if spec is not None and spec.special in ("and", "or"):
+                    return _AndOr(n, tuple(self.site(a) for a in n.args[1:]))
+                return self.site(n.args[-1])
+            return self.site(first)
+        if isinstance(n, ChainNode):
+            return self.site(n.node)
+        return n
 
     def arg(self, n: Node, kind: int | None) -> Expr:
         """An argument converted to the parameter kind (None: untyped, as for the head of a chain)."""
@@ -862,10 +890,10 @@ class _Compiler:
                 return any_
 
             # A wrong type is reported where evaluation last stood: inside a parenthesised pipeline, its last node.
-            at = _last_eval(n)
+            at = self.site(n)
 
             def typed(st: State, dot: Any, vs: list[Any]) -> Any:
-                return _validate(where, at, inner(st, dot, vs), kind)
+                return _validate(where, at, inner(st, dot, vs), kind, st)
 
             return typed
         if kind == STRING:
@@ -961,16 +989,35 @@ def _last_eval(n: Node) -> Node:
     return n
 
 
-def _check(st: State, where: Where, node: Node) -> None:
+class _AndOr:
+    """The place of an `and` or `or` command in error messages: the argument it stopped at in the latest run."""
+
+    __slots__ = ("cmd", "sites")
+
+    def __init__(self, cmd: Node, sites: tuple[Node | _AndOr, ...]) -> None:
+        self.cmd = cmd
+        self.sites = sites
+
+    def resolve(self, st: State) -> Node:
+        site = self.sites[st.andor.get(self.cmd, len(self.sites) - 1)]
+        return site if not isinstance(site, _AndOr) else site.resolve(st)
+
+
+def _at(st: State, site: Any) -> Any:
+    """The node of a place given by `site`."""
+    return site.resolve(st) if isinstance(site, _AndOr) else site
+
+
+def _check(st: State, where: Where, node: Any) -> None:
     """`State.check`, with the position of the loop or call that was running when a limit was reached."""
     try:
         st.check()
     except LimitFail as e:
-        raise ExecFail(where, node, str(e), kind="limit") from None
+        raise ExecFail(where, _at(st, node), str(e), kind="limit") from None
 
 
 def _loop_values(
-    st: State, w: Any, vs: list[Any], body: Stmt, items: Any, elem_slot: int, where: Where, node: Node
+    st: State, w: Any, vs: list[Any], body: Stmt, items: Any, elem_slot: int, where: Where, node: Any
 ) -> None:
     i = 0
     for e in items:
@@ -1009,7 +1056,7 @@ def _field(st: State, where: Where, node: Node, recv: Any, name: str, has_args: 
     raise ExecFail(where, node, f"can't evaluate field {name} in type {typ}")
 
 
-def _validate(where: Where, node: Node, v: Any, kind: int) -> Any:
+def _validate(where: Where, node: Any, v: Any, kind: int, st: State | None = None) -> Any:
     if kind == ANY:
         return None if v is MISSING else v
     if kind == VALUE:
@@ -1022,6 +1069,8 @@ def _validate(where: Where, node: Node, v: Any, kind: int) -> Any:
         if type(v) is int or (isinstance(v, int) and not isinstance(v, (bool, U8))):
             return v
         want = "int"
+    if st is not None:
+        node = _at(st, node)
     if v is MISSING:
         raise ExecFail(where, node, f"invalid value; expected {want}")
     got = "interface {}" if v is None else go_type(v)

@@ -536,7 +536,7 @@ def go_dict(*args: Any) -> dict[str, Any]:
     for i in range(0, len(args), 2):
         k = args[i]
         if not isinstance(k, str):
-            raise CallError(f"dict: key {i} is {go_type(k)}, not string")
+            raise CallError(f"dict: key {i // 2} is {go_type(k)}, not string")
         out[k] = args[i + 1]
     return out
 

@@ -822,6 +822,9 @@ class _Parser:
         tok = self.next_non_space()
         name = self.parse_template_name(tok, context)
         pipe = self.pipeline(context, T_RDELIM)
+        # Go parses the body as a separate tree and reports its wrong ending through the outer tree, whose last
+        # token is the end of this header: that is the line Go names.
+        header_line = self.toks[min(self.hi, self.ntoks) - 1][3]
 
         def body() -> None:
             self.nesting += 1
@@ -830,7 +833,7 @@ class _Parser:
                     raise self.errorf("max nesting depth exceeded")
                 root, end = self.item_list()
                 if not isinstance(end, EndNode):
-                    raise self.errorf(f"unexpected {end} in {context}", end.pos)
+                    raise ParseFail(f"unexpected {end} in {context}", end.pos, header_line)
                 self.add(name, root)
             finally:
                 self.nesting -= 1
