@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["GoError", "RegexSyntaxError"]
+__all__ = ["GoError", "RegexSyntaxError", "TextTooLarge"]
 
 
 class GoError(Exception):
@@ -21,3 +21,7 @@ class RegexSyntaxError(GoError):
         self.code = code
         self.expr = expr
         self.pos = pos
+
+
+class TextTooLarge(Exception):
+    """A value whose text would be longer than its caller allows (`fmt.MAX_TEXT`, or a render's output limit)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from onellm._go.errors import GoError
+from onellm._go.errors import GoError, TextTooLarge
 from onellm._go.fmt import go_quote
 
 __all__ = [
@@ -30,8 +30,8 @@ CallError = GoError
 """A function failed; the message follows Go's wording (the error value the Go function returns)."""
 
 
-class LimitError(Exception):
-    """A function would produce more output than a render may."""
+LimitError = TextTooLarge
+"""A function, or the printing of a value, would produce more text than a render may."""
 
 
 class LimitFail(Exception):

@@ -13,6 +13,7 @@ conversion by declared parameter type, and its error messages (`executing "t" at
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -78,13 +79,26 @@ class State:
     `HostState` adds the host hooks (cancellation, embed, time); plain renders use this lighter class.
     """
 
-    __slots__ = ("andor", "counted", "depth", "int_loops", "limit", "missing_error", "out", "total")
+    __slots__ = (
+        "andor",
+        "counted",
+        "deadline",
+        "depth",
+        "int_loops",
+        "limit",
+        "missing_error",
+        "out",
+        "timeout",
+        "total",
+    )
 
     cancel: Callable[[], bool] | None = None
     embed: Any = None
     now: Callable[[], Any] | None = None
 
-    def __init__(self, missing_error: bool, limit: int, out: list[str]) -> None:
+    def __init__(self, missing_error: bool, limit: int, out: list[str], timeout: float | None = None) -> None:
+        self.timeout = timeout
+        self.deadline = time.monotonic() + timeout if timeout is not None else 0.0
         self.missing_error = missing_error
         self.depth = 0
         self.out = out
@@ -108,6 +122,8 @@ class State:
             self.counted = n
             if total > self.limit:
                 raise LimitFail(f"output exceeds the limit of {self.limit} characters")
+        if self.deadline and time.monotonic() > self.deadline:
+            raise LimitFail(f"rendering took longer than the limit of {self.timeout:g} seconds")
         cancel = self.cancel
         if cancel is not None and cancel():
             raise LimitFail("rendering was cancelled")
@@ -125,8 +141,9 @@ class HostState(State):
         out: list[str],
         cancel: Callable[[], bool] | None,
         now: Callable[[], Any] | None,
+        timeout: float | None = None,
     ) -> None:
-        super().__init__(missing_error, limit, out)
+        super().__init__(missing_error, limit, out, timeout)
         self.cancel = cancel
         self.now = now
         self.embed = None
@@ -783,11 +800,14 @@ class _Compiler:
             def call1(st: State, dot: Any, vs: list[Any], final: Any = NOFINAL) -> Any:
                 a0 = e0(st, dot, vs)
                 try:
-                    return impl(a0)
+                    r = impl(a0)
                 except CallError as e:
                     raise ExecFail(where, cmd, f"error calling {name}: {e}") from None
                 except LimitError:
                     raise ExecFail(where, cmd, f"{name}: the result exceeds the output limit", kind="limit") from None
+                if type(r) is str and len(r) > st.limit:
+                    raise ExecFail(where, cmd, f"{name}: the result exceeds the output limit", kind="limit")
+                return r
 
             return call1
 
@@ -796,13 +816,16 @@ class _Compiler:
             if final is not NOFINAL:
                 argv.append(_validate(where, final_node, final, final_kind, st))
             try:
-                if needs_state:
-                    return impl(st, *argv)
-                return impl(*argv)
+                r = impl(st, *argv) if needs_state else impl(*argv)
             except CallError as e:
                 raise ExecFail(where, cmd, f"error calling {name}: {e}") from None
             except LimitError:
                 raise ExecFail(where, cmd, f"{name}: the result exceeds the output limit", kind="limit") from None
+            # A value that could never be printed is refused as it is made: `printf "%s%s" $x $x` in a loop would
+            # otherwise double its way to gigabytes without writing anything.
+            if type(r) is str and len(r) > st.limit:
+                raise ExecFail(where, cmd, f"{name}: the result exceeds the output limit", kind="limit")
+            return r
 
         return call
 

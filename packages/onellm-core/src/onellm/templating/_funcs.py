@@ -17,6 +17,7 @@ from onellm._go.fmt import (
     MISSING,
     U8,
     byte_len,
+    check_text_size,
     format_float_json,
     from_bytes,
     go_type,
@@ -627,10 +628,12 @@ def _time_text(v: Any) -> str | None:
 
 
 def to_json(v: Any) -> str:
+    check_text_size(v)
     return _json(v, None, 0)
 
 
 def to_pretty_json(v: Any) -> str:
+    check_text_size(v)
     return _json(v, "  ", 0)
 
 
@@ -753,6 +756,7 @@ def _yaml_flow(v: Any) -> str:
 
 
 def to_yaml(v: Any) -> str:
+    check_text_size(v)
     out: list[str] = []
     _yaml(v, 0, out, False)
     return "".join(out)
