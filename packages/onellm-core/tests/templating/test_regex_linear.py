@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from onellm._go.regexp import _expand, _python_pattern, compile_re2, replace_all
 from onellm.templating import TemplateError, render
-from onellm.templating._regex import _expand, _python_pattern, compile_re2, replace_all
 
 # ---------------------------------------------------------------------------------------------- a pattern grammar
 
@@ -202,10 +202,15 @@ def test_groups_of_the_leftmost_first_match() -> None:
 
 
 def test_a_too_large_expansion_is_refused_with_gos_message() -> None:
-    for pattern in ["((a{1000}){1000}){1000}", "(?:a{1000}){11}"]:
-        with pytest.raises(TemplateError, match="expression too large"):
+    # Go refuses nested counted repetitions that make more than 1,000 copies of their innermost part, naming the
+    # outer operator (checked against Go 1.27).
+    for pattern, op in [("((a{1000}){1000}){1000}", "{1000}"), ("(?:a{1000}){11}", "{11}"), ("(a{2}){501}?", "{501}?")]:
+        with pytest.raises(TemplateError, match=re.escape(f"invalid repeat count: `{op}`")):
             render("{{ regexMatch .p .s }}", {"p": pattern, "s": "a"})
-    assert render("{{ regexMatch .p .s }}", {"p": "(?:[a-z]{1000}){9}", "s": "abc"}) == "false"
+    assert render("{{ regexMatch .p .s }}", {"p": "(?:[a-z]{10}){100}", "s": "abc"}) == "false"
+    # Within Go's copy limit, a program past 10,000 instructions is refused here (Go allows more; documented).
+    with pytest.raises(TemplateError, match="expression too large"):
+        render("{{ regexMatch .p .s }}", {"p": "(?:abcdefghijk){1000}", "s": "a"})
 
 
 # ------------------------------------------------------------------------------------------------ hostile patterns
@@ -272,10 +277,19 @@ def test_errors_are_unchanged() -> None:
         ("a**", "invalid nested repetition operator"),
         ("(?=a)", "invalid or unsupported Perl syntax"),
         ("a{1001}", "invalid repeat count"),
-        ("(?P<n>a)(?P<n>b)", "invalid regexp"),
+        ("(?P<é>a)", "invalid named capture: `(?P<é>`"),
     ]:
         with pytest.raises(TemplateError, match=re.escape(message)):
             render("{{ regexMatch .p .s }}", {"p": pattern, "s": "a"})
+
+
+def test_group_names_follow_go() -> None:
+    # Go accepts a name twice (`${x}` is the first group of that name that took part) and names of digits; only
+    # ASCII letters, digits and `_` make a name (checked against Go 1.27).
+    tpl = "{{ regexReplace .p .r .s }}"
+    assert render(tpl, {"p": "(?P<x>a)|(?P<x>b)", "r": "[${x}]", "s": "ab"}) == "[a][b]"
+    assert render(tpl, {"p": "(?P<x>a)(?P<x>b)", "r": "[${x}]", "s": "ab"}) == "[a]"
+    assert render(tpl, {"p": "(?P<1>a)", "r": "<$1|$2>", "s": "aaa"}) == "<a|><a|><a|>"
 
 
 # ------------------------------------------------------------------------------------------- longer and shared use

@@ -1,4 +1,5 @@
-"""Unit tests of the linear-time regex engine behind `search_files_regex` (its guarantees are not visible otherwise)."""
+"""Unit tests of `search_files_regex`'s matcher: the one RE2 engine of `onellm._go`, run line by line within a work budget
+(its guarantees are not visible through the tool otherwise)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from onellm.tools.builtin._regex import Regex, RegexBudgetError, RegexError
+from onellm._go.regexp import LineSearch as Regex
+from onellm._go.regexp import RegexBudgetError, RegexError
 
 
 @pytest.mark.parametrize(
@@ -29,7 +31,7 @@ from onellm.tools.builtin._regex import Regex, RegexBudgetError, RegexError
         ("a{2,3}", "xaax", True),
         ("^a{2,3}$", "aaaa", False),
         ("^a{2,}$", "aaaa", True),
-        ("^a{,2}$", "aa", True),
+        ("^a{0,2}$", "aa", True),
         ("^a{3}$", "aaa", True),
         ("x{", "x{", True),
         ("[a-c]+d", "zzbbd", True),
@@ -44,14 +46,14 @@ from onellm.tools.builtin._regex import Regex, RegexBudgetError, RegexError
         (r"\.", "ab", False),
         (r"[\d.]+", "v1.2", True),
         (r"\x41", "A", True),
-        (r"\u00e9", "café", True),
+        (r"\x{e9}", "café", True),
         (r"(?:ab)+$", "ababab", True),
         (r"(?P<word>foo)bar", "foobar", True),
         ("(?i)HeLLo", "say hello", True),
         ("hello", "HELLO", False),
         (r"^$", "", True),
         (r"a*", "", True),
-        (r"\Aab\Z", "ab", True),
+        (r"\Aab\z", "ab", True),
         ("(a|ab)(c|bcd)(d*)", "abcd", True),
         (r"[\]]", "]", True),
         ("[]a]", "]", True),
@@ -60,7 +62,33 @@ from onellm.tools.builtin._regex import Regex, RegexBudgetError, RegexError
 )
 def test_matches(pattern: str, line: str, expected: bool) -> None:
     assert Regex(pattern).search(line) is expected
-    assert (re.search(pattern, line) is not None) is expected
+    python = pattern.replace("\\x{e9}", "\\xe9").replace("\\z", "\\Z")
+    assert (re.search(python, line) is not None) is expected
+
+
+@pytest.mark.parametrize(
+    ("pattern", "line", "expected"),
+    [
+        # RE2 syntax where it differs from Python's: `{,2}` is literal text, classes are ASCII, flags go anywhere.
+        ("^a{,2}$", "a{,2}", True),
+        ("^a{,2}$", "aa", False),
+        (r"\d", "٣", False),
+        (r"\w", "é", False),
+        (r"\pL", "é", True),
+        (r"\p{Greek}+", "λόγος", True),
+        ("[[:alpha:]]+", "abc", True),
+        ("a(?i)b", "aB", True),
+        ("a(?i)b", "AB", False),
+        ("(?i:A)b", "ab", True),
+        ("(?s)a.b", "a\nb", True),
+        ("a.b", "a\nb", False),
+        (r"\Qa.b\E", "axb", False),
+        (r"\Qa.b\E", "a.b", True),
+        ("(?U)a+", "a", True),
+    ],
+)
+def test_re2_syntax(pattern: str, line: str, expected: bool) -> None:
+    assert Regex(pattern).search(line) is expected
 
 
 def test_ignore_case_option() -> None:
@@ -72,24 +100,29 @@ def test_ignore_case_option() -> None:
 @pytest.mark.parametrize(
     ("pattern", "fragment"),
     [
-        (r"(a)\1", "back-references"),
+        (r"(a)\1", "back-references are not supported by the linear-time engine (invalid escape sequence: `\\1`)"),
         ("(?P=x)", "back-references"),
-        ("a(?=b)", "look-around"),
+        ("a(?=b)", "look-around is not supported by the linear-time engine (invalid or unsupported Perl syntax"),
         ("a(?!b)", "look-around"),
         ("(?<=a)b", "look-around"),
+        ("(?<!a)b", "look-around"),
         ("(?>a)", "atomic"),
-        ("a*+", "possessive"),
-        ("(?s)a", "leading (?i)"),
-        ("(a", "missing ')'"),
-        ("a)", "unbalanced"),
-        ("[a", "unterminated"),
-        ("*a", "nothing to repeat"),
-        ("a{3,1}", "reversed"),
-        ("a{1001}", "above 1000"),
-        ("(a{1000}){1000}", "instructions"),
-        (r"\q", "unknown escape"),
-        (r"\x4", "hexadecimal"),
-        ("[z-a]", "bad character range"),
+        ("a*+", "possessive quantifiers are not supported by the linear-time engine (invalid nested repetition"),
+        ("(?x)a", "invalid or unsupported Perl syntax: `(?x`"),
+        ("(a", "missing closing ): `(a`"),
+        ("a)", "unexpected ): `a)`"),
+        ("[a", "missing closing ]: `[a`"),
+        ("*a", "missing argument to repetition operator: `*`"),
+        ("a{3,1}", "invalid repeat count: `{3,1}`"),
+        ("a{1001}", "invalid repeat count: `{1001}`"),
+        ("(a{1000}){1000}", "invalid repeat count: `{1000}`"),
+        ("(?:abcdefghijk){1000}", "expression too large"),
+        (r"\q", "invalid escape sequence: `\\q`"),
+        (r"\Z", "invalid escape sequence: `\\Z`"),
+        (r"\x4", "invalid escape sequence"),
+        ("[z-a]", "invalid character class range: `z-a`"),
+        ("[a-\\d]", "invalid escape sequence: `\\d`"),
+        ("(?P<é>a)", "invalid named capture: `(?P<é>`"),
         ("", "empty"),
         ("a" * 2001, "longer than"),
     ],
@@ -99,11 +132,15 @@ def test_refused_patterns_name_the_problem(pattern: str, fragment: str) -> None:
         Regex(pattern)
 
 
-def test_error_names_the_column() -> None:
+@pytest.mark.parametrize(
+    ("pattern", "column"),
+    [("abc(?=x)", 4), ("ab(c", 3), ("a**", 2), ("x[b-a]", 3), ("ab\\", 3), (r"ab\1", 3), ("a)", 2), ("(?i)a{1001}", 6)],
+)
+def test_error_names_the_column(pattern: str, column: int) -> None:
     with pytest.raises(RegexError) as info:
-        Regex("abc(?=x)")
-    assert info.value.column == 4
-    assert "column 4" in str(info.value)
+        Regex(pattern)
+    assert info.value.column == column
+    assert f"(at column {column})" in str(info.value)
 
 
 @pytest.mark.parametrize(

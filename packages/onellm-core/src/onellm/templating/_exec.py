@@ -13,21 +13,21 @@ conversion by declared parameter type, and its error messages (`executing "t" at
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from onellm.templating._funcs import (
-    ANY,
-    INT,
-    STRING,
-    VALUE,
+from onellm._go.fmt import MISSING, U8, go_quote, go_type, sorted_items, value_text
+from onellm.templating._errors import (
+    MAX_TEMPLATE_DEPTH,
     CallError,
-    FuncSpec,
+    DepthUnwind,
+    ExecFail,
     LimitError,
-    go_call,
-    truth,
+    LimitFail,
+    Where,
 )
-from onellm.templating._gofmt import MISSING, U8, go_quote, go_type, sorted_items, value_text
+from onellm.templating._funcs import ANY, INT, STRING, VALUE, FuncSpec, go_call, truth
 from onellm.templating._parse import (
     ActionNode,
     BoolNode,
@@ -53,41 +53,12 @@ from onellm.templating._parse import (
     WithNode,
 )
 
-__all__ = ["ExecFail", "Program", "State", "compile_program"]
+__all__ = ["HostState", "Program", "State", "compile_program"]
 
-MAX_TEMPLATE_DEPTH = 100000
 NOFINAL: Any = object()
 
 Stmt = Callable[["State", Callable[[str], Any], Any, list[Any]], None]
 Expr = Callable[..., Any]
-
-
-class ExecFail(Exception):
-    """A run-time error: the node it happened at, the source it belongs to, and Go's message."""
-
-    def __init__(self, where: Where, node: Node | None, message: str, kind: str = "execute") -> None:
-        super().__init__(message)
-        self.where = where
-        self.node = node
-        self.message = message
-        self.kind = kind
-
-    @property
-    def detail(self) -> str:
-        if self.node is None:
-            return self.message
-        ctx = str(self.node)
-        return f"executing {go_quote(self.where.tree)} at <{ctx}>: {self.message}"
-
-
-class Where:
-    """Which source text and which named tree a closure belongs to (for error positions and messages)."""
-
-    __slots__ = ("source", "tree")
-
-    def __init__(self, source: Any, tree: str) -> None:
-        self.source = source
-        self.tree = tree
 
 
 class _Break(Exception):
@@ -108,19 +79,36 @@ class State:
     `HostState` adds the host hooks (cancellation, embed, time); plain renders use this lighter class.
     """
 
-    __slots__ = ("counted", "depth", "limit", "missing_error", "out", "total")
+    __slots__ = (
+        "andor",
+        "counted",
+        "deadline",
+        "depth",
+        "int_loops",
+        "limit",
+        "missing_error",
+        "out",
+        "timeout",
+        "total",
+    )
 
     cancel: Callable[[], bool] | None = None
     embed: Any = None
     now: Callable[[], Any] | None = None
 
-    def __init__(self, missing_error: bool, limit: int, out: list[str]) -> None:
+    def __init__(self, missing_error: bool, limit: int, out: list[str], timeout: float | None = None) -> None:
+        self.timeout = timeout
+        self.deadline = time.monotonic() + timeout if timeout is not None else 0.0
         self.missing_error = missing_error
         self.depth = 0
         self.out = out
         self.counted = 0
         self.total = 0
         self.limit = limit
+        self.int_loops: set[Any] = set()
+        self.andor: dict[Any, int] = {}
+        """Which argument each `and` and `or` command stopped at, last time it ran."""
+        """The ranges now counting up to an integer: their elements are ints, not `interface {}`s."""
 
     def check(self) -> None:
         """Count new output against the limit and honour cancellation."""
@@ -134,36 +122,11 @@ class State:
             self.counted = n
             if total > self.limit:
                 raise LimitFail(f"output exceeds the limit of {self.limit} characters")
+        if self.deadline and time.monotonic() > self.deadline:
+            raise LimitFail(f"rendering took longer than the limit of {self.timeout:g} seconds")
         cancel = self.cancel
         if cancel is not None and cancel():
             raise LimitFail("rendering was cancelled")
-
-
-class DepthUnwind(Exception):
-    """Python's stack ran out inside nested template calls; collects the calls while unwinding.
-
-    Go stops at depth 100000; Python's stack is shallower. To report the call Go would report, the recursion's
-    period is found in the recorded calls and the call at Go's depth (modulo the period) is chosen.
-    """
-
-    def __init__(self, calls: list[tuple[Where, Node, int]]) -> None:
-        super().__init__("template recursion too deep")
-        self.calls = calls
-
-    def fail(self) -> ExecFail:
-        calls = self.calls
-        chosen = calls[0]
-        for p in range(1, 33):
-            if len(calls) < 3 * p:
-                break
-            if all(calls[i][1] is calls[i + p][1] for i in range(2 * p)):
-                for c in calls[:p]:
-                    if c[2] % p == MAX_TEMPLATE_DEPTH % p:
-                        chosen = c
-                        break
-                break
-        where, node, _depth = chosen
-        return ExecFail(where, node, f"exceeded maximum template depth ({MAX_TEMPLATE_DEPTH})")
 
 
 class HostState(State):
@@ -178,15 +141,12 @@ class HostState(State):
         out: list[str],
         cancel: Callable[[], bool] | None,
         now: Callable[[], Any] | None,
+        timeout: float | None = None,
     ) -> None:
-        super().__init__(missing_error, limit, out)
+        super().__init__(missing_error, limit, out, timeout)
         self.cancel = cancel
         self.now = now
         self.embed = None
-
-
-class LimitFail(Exception):
-    """The output limit was reached, or the render was cancelled."""
 
 
 class Tree:
@@ -234,8 +194,9 @@ class _Compiler:
         self.nslots = 1
         # Whether dot (and which variable slots) hold a list or map element, whose static Go type is
         # `interface {}`: it only shows in error messages.
-        self.dot_iface = False
-        self.iface_slots: set[int] = set()
+        # False, or the range whose element dot is: an `interface {}`, unless that range counts up to an integer.
+        self.dot_iface: Any = False
+        self.iface_slots: dict[int, Node] = {}
 
     # -- errors
 
@@ -376,7 +337,7 @@ class _Compiler:
     def _print_field1(self, field: FieldNode) -> Stmt:
         name = field.ident[0]
         where = self.where
-        concrete = not self.dot_iface
+        concrete = self.dot_iface or True
 
         def act(st: State, w: Any, dot: Any, vs: list[Any]) -> None:
             if type(dot) is dict:
@@ -404,10 +365,14 @@ class _Compiler:
             saved_iface = self.dot_iface
             if is_with:
                 self.dot_iface = False
+            # What the body declares is gone in the else branch when it runs (Go's parser still knows the name,
+            # so using it there is an execution error, not a parse error).
+            self.scopes.append({})
             try:
                 body = self.block(n.list)
             finally:
                 self.dot_iface = saved_iface
+                self.scopes.pop()
             other = self.block(n.else_list) if n.else_list is not None else None
         finally:
             self.scopes.pop()
@@ -466,9 +431,9 @@ class _Compiler:
                 decl_slots = [self.declare(v.ident[0]) for v in pipe.decl]
             self.scopes.append({})
             saved_iface = self.dot_iface
-            self.dot_iface = True
+            self.dot_iface = n
             if decl_slots:
-                self.iface_slots.add(decl_slots[-1])
+                self.iface_slots[decl_slots[-1]] = n
             try:
                 body = self.block(n.list)
             finally:
@@ -484,14 +449,15 @@ class _Compiler:
             idx_slot, elem_slot = -1, decl_slots[0]
         else:
             idx_slot = elem_slot = -1
-        pipe_node = pipe
+        pipe_node = self.site(pipe)
+        range_node = n
 
         def run(st: State, w: Any, dot: Any, vs: list[Any]) -> None:
             val = cmds_ev(st, dot, vs)
             if val is None:
                 val = MISSING
             if assign_missing is not None:
-                raise ExecFail(where, _last_eval(pipe_node), f"undefined variable: {assign_missing}")
+                raise ExecFail(where, _at(st, pipe_node), f"undefined variable: {assign_missing}")
             for s in decl_slots:
                 vs[s] = val
             t = type(val)
@@ -514,14 +480,21 @@ class _Compiler:
                 if ndecl > 1:
                     raise ExecFail(
                         where,
-                        _last_eval(pipe_node),
+                        _at(st, pipe_node),
                         f"can't use {value_text(val)} to iterate over more than one variable",
                     )
                 if val <= 0:
                     if other is not None:
                         other(st, w, dot, vs)
                     return None
-                return _loop_values(st, w, vs, body, range(val), elem_slot, where, pipe_node)
+                loops = st.int_loops
+                if range_node in loops:
+                    return _loop_values(st, w, vs, body, range(val), elem_slot, where, pipe_node)
+                loops.add(range_node)
+                try:
+                    return _loop_values(st, w, vs, body, range(val), elem_slot, where, pipe_node)
+                finally:
+                    loops.discard(range_node)
             elif val is MISSING or val is None:
                 if other is not None:
                     other(st, w, dot, vs)
@@ -533,7 +506,7 @@ class _Compiler:
                         other(st, w, dot, vs)
                     return None
             else:
-                raise ExecFail(where, _last_eval(pipe_node), f"range can't iterate over {value_text(val)}")
+                raise ExecFail(where, _at(st, pipe_node), f"range can't iterate over {value_text(val)}")
             i = 0
             for k, e in pairs:
                 if idx_slot >= 0:
@@ -590,7 +563,7 @@ class _Compiler:
 
     def _commands(self, pipe: PipeNode) -> Expr:
         """The commands of a pipeline, chained through `final`; no declarations."""
-        cmds = [self.command(c, i > 0) for i, c in enumerate(pipe.cmds)]
+        cmds = [self.command(c, i > 0, pipe.cmds[i - 1] if i else pipe) for i, c in enumerate(pipe.cmds)]
         if len(cmds) == 1:
             return cmds[0]
         first, rest = cmds[0], tuple(cmds[1:])
@@ -627,20 +600,22 @@ class _Compiler:
             else:
                 slots.append(self.declare(v.ident[0]))
         slot0 = slots[0]
-        last_node = _last_eval(pipe)
+        last_node = self.site(pipe)
 
         def declare(st: State, dot: Any, vs: list[Any]) -> Any:
             v = ev(st, dot, vs)
             if v is None:
                 v = MISSING
             if missing_name is not None:
-                raise ExecFail(where, last_node, f"undefined variable: {missing_name}")
+                raise ExecFail(where, _at(st, last_node), f"undefined variable: {missing_name}")
             vs[slot0] = v
             return v
 
         return declare
 
-    def command(self, cmd: CommandNode, has_final: bool) -> Expr:
+    def command(self, cmd: CommandNode, has_final: bool, prev: Node | None = None) -> Expr:
+        """One command of a pipeline; `prev` is the command before it (whose value arrives as `final`), or the
+        pipeline itself for its first command: what Go last evaluated when the command starts."""
         first = cmd.args[0]
         if isinstance(first, FieldNode):
             return self.field_cmd(first, first.ident, None, len(cmd.args) > 1, has_final, self.dot_iface)
@@ -653,7 +628,9 @@ class _Compiler:
             return self.function(first, cmd, cmd.args[1:], has_final)
         if isinstance(first, PipeNode):
             if len(cmd.args) > 1 or has_final:
-                return self.raiser(cmd, f"can't give argument to non-function {cmd.args[0]}")
+                # Go reports it where evaluation last stood: this command, or the end of the previous one.
+                at = cmd if prev is None else _last_eval(prev) if has_final else prev
+                return self.raiser(at, f"can't give argument to non-function {cmd.args[0]}")
             return self.pipe(first, dig=True)
         if isinstance(first, VariableNode):
             slot = self.lookup(first.ident[0])
@@ -672,7 +649,7 @@ class _Compiler:
             def base_var(st: State, dot: Any, vs: list[Any]) -> Any:
                 return vs[s]
 
-            iface = slot in self.iface_slots
+            iface = self.iface_slots.get(slot, False)
             return self.field_cmd(first, first.ident[1:], base_var, len(cmd.args) > 1, has_final, iface)
         if len(cmd.args) > 1 or has_final:
             return self.raiser(first, f"can't give argument to non-function {first}")
@@ -706,10 +683,10 @@ class _Compiler:
         return _const(MISSING)
 
     def field_cmd(
-        self, node: Node, names: list[str], base: Expr | None, extra_args: bool, has_final: bool, iface: bool = False
+        self, node: Node, names: list[str], base: Expr | None, extra_args: bool, has_final: bool, iface: Any = False
     ) -> Expr:
         where = self.where
-        concrete = not iface
+        concrete = iface or True
         has_args = extra_args or has_final
         names_t = tuple(names)
         last = names_t[-1]
@@ -770,18 +747,23 @@ class _Compiler:
             return spec.variadic if spec.variadic is not None else ANY
 
         final_kind = kind_at(num_in - 1) if has_final else ANY
-        final_node: Node = args[-1] if args else ident
+        final_node: Any = self.site(args[-1]) if args else ident
         special = spec.special
         if special in ("and", "or"):
             evs = [self.arg(a, VALUE) for a in args]
             want = special == "or"
 
+            # Where it stopped is where Go's evaluation stands afterwards (see `site`).
+            key = cmd
+
             def and_or(st: State, dot: Any, vs: list[Any], final: Any = NOFINAL) -> Any:
                 v: Any = MISSING
-                for e in evs:
+                for i, e in enumerate(evs):
                     v = e(st, dot, vs)
                     if truth(v) == want:
+                        st.andor[key] = i
                         return v
+                st.andor[key] = len(evs) - 1
                 if final is not NOFINAL:
                     v = final
                 return v
@@ -818,28 +800,51 @@ class _Compiler:
             def call1(st: State, dot: Any, vs: list[Any], final: Any = NOFINAL) -> Any:
                 a0 = e0(st, dot, vs)
                 try:
-                    return impl(a0)
+                    r = impl(a0)
                 except CallError as e:
                     raise ExecFail(where, cmd, f"error calling {name}: {e}") from None
                 except LimitError:
                     raise ExecFail(where, cmd, f"{name}: the result exceeds the output limit", kind="limit") from None
+                if type(r) is str and len(r) > st.limit:
+                    raise ExecFail(where, cmd, f"{name}: the result exceeds the output limit", kind="limit")
+                return r
 
             return call1
 
         def call(st: State, dot: Any, vs: list[Any], final: Any = NOFINAL) -> Any:
             argv = [e(st, dot, vs) for e in evs]
             if final is not NOFINAL:
-                argv.append(_validate(where, final_node, final, final_kind))
+                argv.append(_validate(where, final_node, final, final_kind, st))
             try:
-                if needs_state:
-                    return impl(st, *argv)
-                return impl(*argv)
+                r = impl(st, *argv) if needs_state else impl(*argv)
             except CallError as e:
                 raise ExecFail(where, cmd, f"error calling {name}: {e}") from None
             except LimitError:
                 raise ExecFail(where, cmd, f"{name}: the result exceeds the output limit", kind="limit") from None
+            # A value that could never be printed is refused as it is made: `printf "%s%s" $x $x` in a loop would
+            # otherwise double its way to gigabytes without writing anything.
+            if type(r) is str and len(r) > st.limit:
+                raise ExecFail(where, cmd, f"{name}: the result exceeds the output limit", kind="limit")
+            return r
 
         return call
+
+    def site(self, n: Node) -> Node | _AndOr:
+        """Where Go's evaluation stands after evaluating `n` (Go reports later errors there): its last node, or, when
+        that is a short-circuiting `and` or `or`, the argument it stopped at, known only while running."""
+        if isinstance(n, PipeNode):
+            return self.site(n.cmds[-1])
+        if isinstance(n, CommandNode):
+            first = n.args[0]
+            if isinstance(first, IdentifierNode) and len(n.args) > 1:
+                spec = self.funcs.get(first.ident)
+                if spec is not None and spec.special in ("and", "or"):
+                    return _AndOr(n, tuple(self.site(a) for a in n.args[1:]))
+                return self.site(n.args[-1])
+            return self.site(first)
+        if isinstance(n, ChainNode):
+            return self.site(n.node)
+        return n
 
     def arg(self, n: Node, kind: int | None) -> Expr:
         """An argument converted to the parameter kind (None: untyped, as for the head of a chain)."""
@@ -886,7 +891,7 @@ class _Compiler:
                 def base_var(st: State, dot: Any, vs: list[Any]) -> Any:
                     return vs[s2]
 
-                ev = self.field_cmd(n, n.ident[1:], base_var, False, False, s2 in self.iface_slots)
+                ev = self.field_cmd(n, n.ident[1:], base_var, False, False, self.iface_slots.get(s2, False))
         elif isinstance(n, PipeNode):
             ev = self.pipe(n, dig=True)
         elif isinstance(n, IdentifierNode):
@@ -907,8 +912,11 @@ class _Compiler:
 
                 return any_
 
+            # A wrong type is reported where evaluation last stood: inside a parenthesised pipeline, its last node.
+            at = self.site(n)
+
             def typed(st: State, dot: Any, vs: list[Any]) -> Any:
-                return _validate(where, n, inner(st, dot, vs), kind)
+                return _validate(where, at, inner(st, dot, vs), kind, st)
 
             return typed
         if kind == STRING:
@@ -1004,16 +1012,35 @@ def _last_eval(n: Node) -> Node:
     return n
 
 
-def _check(st: State, where: Where, node: Node) -> None:
+class _AndOr:
+    """The place of an `and` or `or` command in error messages: the argument it stopped at in the latest run."""
+
+    __slots__ = ("cmd", "sites")
+
+    def __init__(self, cmd: Node, sites: tuple[Node | _AndOr, ...]) -> None:
+        self.cmd = cmd
+        self.sites = sites
+
+    def resolve(self, st: State) -> Node:
+        site = self.sites[st.andor.get(self.cmd, len(self.sites) - 1)]
+        return site if not isinstance(site, _AndOr) else site.resolve(st)
+
+
+def _at(st: State, site: Any) -> Any:
+    """The node of a place given by `site`."""
+    return site.resolve(st) if isinstance(site, _AndOr) else site
+
+
+def _check(st: State, where: Where, node: Any) -> None:
     """`State.check`, with the position of the loop or call that was running when a limit was reached."""
     try:
         st.check()
     except LimitFail as e:
-        raise ExecFail(where, node, str(e), kind="limit") from None
+        raise ExecFail(where, _at(st, node), str(e), kind="limit") from None
 
 
 def _loop_values(
-    st: State, w: Any, vs: list[Any], body: Stmt, items: Any, elem_slot: int, where: Where, node: Node
+    st: State, w: Any, vs: list[Any], body: Stmt, items: Any, elem_slot: int, where: Where, node: Any
 ) -> None:
     i = 0
     for e in items:
@@ -1045,11 +1072,14 @@ def _field(st: State, where: Where, node: Node, recv: Any, name: str, has_args: 
         if v is MISSING and st.missing_error:
             raise ExecFail(where, node, f"map has no entry for key {go_quote(name)}")
         return v
-    typ = go_type(recv) if first else "interface {}"
+    # `first`: True for a value of concrete type, False for an `interface {}`, or the range whose element it is
+    # (an `interface {}` from a list or map, an int while that range counts up to an integer).
+    concrete = first is True or (first is not False and first in st.int_loops)
+    typ = go_type(recv) if concrete else "interface {}"
     raise ExecFail(where, node, f"can't evaluate field {name} in type {typ}")
 
 
-def _validate(where: Where, node: Node, v: Any, kind: int) -> Any:
+def _validate(where: Where, node: Any, v: Any, kind: int, st: State | None = None) -> Any:
     if kind == ANY:
         return None if v is MISSING else v
     if kind == VALUE:
@@ -1062,6 +1092,8 @@ def _validate(where: Where, node: Node, v: Any, kind: int) -> Any:
         if type(v) is int or (isinstance(v, int) and not isinstance(v, (bool, U8))):
             return v
         want = "int"
+    if st is not None:
+        node = _at(st, node)
     if v is MISSING:
         raise ExecFail(where, node, f"invalid value; expected {want}")
     got = "interface {}" if v is None else go_type(v)
@@ -1091,6 +1123,6 @@ def _now_impl(st: State) -> Any:
 
 
 def _date_impl(st: State, layout: str, t: Any) -> str:
-    from onellm.templating._time import format_date
+    from onellm._go.timefmt import format_date
 
     return format_date(layout, t)

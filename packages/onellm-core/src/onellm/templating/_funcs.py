@@ -13,10 +13,11 @@ from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from onellm.templating._gofmt import (
+from onellm._go.fmt import (
     MISSING,
     U8,
     byte_len,
+    check_text_size,
     format_float_json,
     from_bytes,
     go_type,
@@ -26,22 +27,15 @@ from onellm.templating._gofmt import (
     to_bytes,
     value_text,
 )
+from onellm.templating._errors import CallError, LimitError
 from onellm.templating._parse import GO_SPACE
 
-__all__ = ["ANY", "INT", "STRING", "VALUE", "CallError", "FuncSpec", "standard_functions", "truth"]
+__all__ = ["ANY", "INT", "STRING", "VALUE", "FuncSpec", "standard_functions", "truth"]
 
 VALUE = 0
 ANY = 1
 STRING = 2
 INT = 3
-
-
-class CallError(Exception):
-    """A function failed; the message follows Go's wording."""
-
-
-class LimitError(Exception):
-    """A function would produce more output than a render may."""
 
 
 class FuncSpec:
@@ -543,7 +537,7 @@ def go_dict(*args: Any) -> dict[str, Any]:
     for i in range(0, len(args), 2):
         k = args[i]
         if not isinstance(k, str):
-            raise CallError(f"dict: key {i} is {go_type(k)}, not string")
+            raise CallError(f"dict: key {i // 2} is {go_type(k)}, not string")
         out[k] = args[i + 1]
     return out
 
@@ -628,16 +622,18 @@ def _time_text(v: Any) -> str | None:
 
     if not isinstance(v, datetime):
         return None
-    from onellm.templating._time import format_date
+    from onellm._go.timefmt import format_date
 
     return format_date("2006-01-02T15:04:05.999999999Z07:00", v)
 
 
 def to_json(v: Any) -> str:
+    check_text_size(v)
     return _json(v, None, 0)
 
 
 def to_pretty_json(v: Any) -> str:
+    check_text_size(v)
     return _json(v, "  ", 0)
 
 
@@ -760,6 +756,7 @@ def _yaml_flow(v: Any) -> str:
 
 
 def to_yaml(v: Any) -> str:
+    check_text_size(v)
     out: list[str] = []
     _yaml(v, 0, out, False)
     return "".join(out)
@@ -770,13 +767,13 @@ def to_yaml(v: Any) -> str:
 
 
 def regex_match(pattern: str, s: str) -> bool:
-    from onellm.templating._regex import compile_re2
+    from onellm._go.regexp import compile_re2
 
     return compile_re2(pattern).search(s) is not None
 
 
 def regex_replace(pattern: str, repl: str, s: str) -> str:
-    from onellm.templating._regex import compile_re2, replace_all
+    from onellm._go.regexp import compile_re2, replace_all
 
     return replace_all(compile_re2(pattern), repl, s)
 

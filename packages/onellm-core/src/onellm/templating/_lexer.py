@@ -117,7 +117,7 @@ def token_text(tok: Token) -> str:
         return val
     if typ > T_KEYWORD:
         return f"<{val}>"
-    from onellm.templating._gofmt import go_quote
+    from onellm._go.fmt import go_quote
 
     if len(val) > 10:
         return go_quote(val[:10]) + "..."
@@ -387,13 +387,13 @@ def _scan_number(text: str, p: int) -> tuple[int, bool]:
 def _lex_number(text: str, p: int, line: int, toks: list[Token]) -> int:
     q, ok = _scan_number(text, p)
     if not ok:
-        from onellm.templating._gofmt import go_quote
+        from onellm._go.fmt import go_quote
 
         raise _LexError(f"bad number syntax: {go_quote(text[p:q])}", p, line)
     if q < len(text) and text[q] in "+-":
         q, ok = _scan_number(text, q)
         if not ok or text[q - 1] != "i":
-            from onellm.templating._gofmt import go_quote
+            from onellm._go.fmt import go_quote
 
             raise _LexError(f"bad number syntax: {go_quote(text[p:q])}", p, line)
         toks.append((T_COMPLEX, p, text[p:q], line))

@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Container
 
-from onellm.templating._gofmt import from_bytes, go_quote
+from onellm._go.fmt import from_bytes, go_quote
+from onellm.templating._errors import ParseFail
 from onellm.templating._lexer import (
     T_ASSIGN,
     T_BLOCK,
@@ -52,7 +53,7 @@ from onellm.templating._lexer import (
     token_text,
 )
 
-__all__ = ["ParseFail", "parse"]
+__all__ = ["parse"]
 
 # Deepest nesting of parentheses and of control structures. Go allows more (10000 parentheses, no limit on
 # structures); Python's stack is smaller, and a limit keeps parsing from exhausting it.
@@ -64,16 +65,6 @@ GO_SPACE = (
     "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
     "\u2028\u2029\u202f\u205f\u3000"
 )
-
-
-class ParseFail(Exception):
-    """A parse error: Go's message text, the position (code point index) and Go's line number."""
-
-    def __init__(self, message: str, pos: int, line: int) -> None:
-        super().__init__(message)
-        self.message = message
-        self.pos = pos
-        self.line = line
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -831,6 +822,9 @@ class _Parser:
         tok = self.next_non_space()
         name = self.parse_template_name(tok, context)
         pipe = self.pipeline(context, T_RDELIM)
+        # Go parses the body as a separate tree and reports its wrong ending through the outer tree, whose last
+        # token is the end of this header: that is the line Go names.
+        header_line = self.toks[min(self.hi, self.ntoks) - 1][3]
 
         def body() -> None:
             self.nesting += 1
@@ -839,7 +833,7 @@ class _Parser:
                     raise self.errorf("max nesting depth exceeded")
                 root, end = self.item_list()
                 if not isinstance(end, EndNode):
-                    raise self.errorf(f"unexpected {end} in {context}", end.pos)
+                    raise ParseFail(f"unexpected {end} in {context}", end.pos, header_line)
                 self.add(name, root)
             finally:
                 self.nesting -= 1

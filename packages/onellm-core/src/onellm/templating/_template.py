@@ -8,20 +8,12 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from onellm._go.fmt import MISSING, go_quote
 from onellm.errors import TemplateError
-from onellm.templating._exec import (
-    DepthUnwind,
-    ExecFail,
-    HostState,
-    LimitFail,
-    Program,
-    State,
-    Where,
-    compile_program,
-)
+from onellm.templating._errors import DepthUnwind, ExecFail, LimitError, LimitFail, ParseFail, Where
+from onellm.templating._exec import HostState, Program, State, compile_program
 from onellm.templating._funcs import OUTPUT_LIMIT, FuncSpec, host_spec, standard_functions
-from onellm.templating._gofmt import MISSING, go_quote
-from onellm.templating._parse import ParseFail, parse
+from onellm.templating._parse import parse
 
 __all__ = [
     "DEFAULT_NAME",
@@ -36,6 +28,8 @@ __all__ = [
 
 DEFAULT_NAME = "template"
 MAX_EMBED_DEPTH = 16
+TIMEOUT = 10.0
+"""Seconds a render may take by default (`timeout=`; None: no time bound)."""
 
 MissingKey = Literal["default", "error", "zero", "invalid"]
 
@@ -260,6 +254,7 @@ class Template:
         now: Callable[[], Any] | Any = None,
         max_output: int = OUTPUT_LIMIT,
         max_embed_depth: int = MAX_EMBED_DEPTH,
+        timeout: float | None = TIMEOUT,
     ) -> str:
         """Render with `scope` as dot and `$`.
 
@@ -272,8 +267,11 @@ class Template:
                 (such as `threading.Event`), stops the render with a "limit" error.
             now: The time provider for the `now` function: a callable returning a datetime, or a clock
                 (an object with a `now()` method, such as `onellm.FakeClock`).
-            max_output: Output limit in characters (64 Mi by default).
+            max_output: Output limit in characters (64 Mi by default); a function result longer than this (a string
+                built by `printf` in a loop, say) fails too, as soon as it is made.
             max_embed_depth: How deep embeds may nest (16 by default).
+            timeout: Seconds the render may take (10 by default; None for no bound), checked every 64 iterations
+                of a loop and on template calls.
 
         Raises:
             TemplateError: kind "execute", "embed" or "limit", with the position of the failing action.
@@ -282,16 +280,20 @@ class Template:
             missing_error = False
         else:
             missing_error = _missing_error(missing_key)
+        if not isinstance(max_output, int) or max_output < 0:
+            raise ValueError(f"max_output must be a non-negative int, not {max_output!r}")
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"timeout must be a positive number of seconds or None, not {timeout!r}")
         if embed_sources is None and cancel is None and now is None and max_output == OUTPUT_LIMIT:
             # The common case: no host hooks.
             out: list[str] = []
-            st = State(missing_error, OUTPUT_LIMIT, out)
+            st = State(missing_error, OUTPUT_LIMIT, out, timeout)
             root = MISSING if scope is None else scope
             frame: list[Any] = [None] * self._nslots
             frame[0] = root
             try:
                 self._main(st, out.append, root, frame)
-            except (ExecFail, DepthUnwind, LimitFail, RecursionError) as e:
+            except (ExecFail, DepthUnwind, LimitFail, LimitError, RecursionError) as e:
                 raise self._error(e) from None
             result = "".join(out)
             if len(result) > OUTPUT_LIMIT or not result.isascii():
@@ -309,6 +311,7 @@ class Template:
             max_output,
             max_embed_depth,
             (),
+            timeout=timeout,
         )
 
     def _run(
@@ -322,9 +325,10 @@ class Template:
         max_embed_depth: int,
         chain: tuple[tuple[str, str, str], ...],
         keep_bytes: bool = False,
+        timeout: float | None = TIMEOUT,
     ) -> str:
         out: list[str] = []
-        st = HostState(missing_error, limit, out, cancel, now)
+        st = HostState(missing_error, limit, out, cancel, now, timeout)
         root = MISSING if scope is None else scope
         if sources:
             st.embed = _Embedder(self, root, sources, cancel, now, limit, max_embed_depth, chain)
@@ -332,7 +336,7 @@ class Template:
         frame[0] = root
         try:
             self._main(st, out.append, root, frame)
-        except (ExecFail, DepthUnwind, LimitFail, RecursionError) as e:
+        except (ExecFail, DepthUnwind, LimitFail, LimitError, RecursionError) as e:
             raise self._error(e) from None
         return self._finish("".join(out), limit, keep_bytes)
 
@@ -348,7 +352,7 @@ class Template:
             return self._exec_error(e)
         if isinstance(e, DepthUnwind):
             return self._exec_error(e.fail())
-        if isinstance(e, LimitFail):
+        if isinstance(e, LimitFail | LimitError):
             return TemplateError(str(e), kind="limit", name=self._source.name)
         return TemplateError("exceeded maximum template depth (100000)", kind="execute", name=self._source.name)
 
@@ -426,6 +430,7 @@ class _Embedder:
         tmpl = _parse_cached(found.text, found.name, self.template._code_regions, self.template._funcs_key)
         out: list[str] = []
         inner = HostState(st.missing_error, self.limit, out, self.cancel, self.now)
+        inner.timeout, inner.deadline = st.timeout, st.deadline
         inner.embed = _Embedder(
             tmpl,
             self.root,
@@ -472,11 +477,27 @@ def render(
     embed_sources: Any = None,
     cancel: Any = None,
     now: Callable[[], Any] | Any = None,
+    max_output: int = OUTPUT_LIMIT,
+    max_embed_depth: int = MAX_EMBED_DEPTH,
+    timeout: float | None = TIMEOUT,
 ) -> str:
-    """Parse (cached) and render `text` with `scope`. See `Template.parse` and `Template.render`."""
+    """Parse (cached) and render `text` with `scope`. See `Template.parse` and `Template.render`.
+
+    The limits are those of `Template.render`: output (and any function result) at most `max_output` characters,
+    64 Mi by default; at most `timeout` seconds, 10 by default; both fail with a `TemplateError` of kind "limit".
+    """
     if type(text) is not str:
         raise TypeError(f"template text must be a str, not {type(text).__name__}")
     tmpl = _parse_cached(
         text, name or DEFAULT_NAME, escape_code_regions is not False, _funcs_key(functions) if functions else None
     )
-    return tmpl.render(scope, missing_key=missing_key, embed_sources=embed_sources, cancel=cancel, now=now)
+    return tmpl.render(
+        scope,
+        missing_key=missing_key,
+        embed_sources=embed_sources,
+        cancel=cancel,
+        now=now,
+        max_output=max_output,
+        max_embed_depth=max_embed_depth,
+        timeout=timeout,
+    )

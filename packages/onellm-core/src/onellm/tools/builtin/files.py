@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import msgspec
 
+from onellm._go.regexp import LineSearch, RegexBudgetError
 from onellm.errors import CapabilityDeniedError
 from onellm.tools import Tool, ToolContext
 from onellm.tools.builtin import _access
 from onellm.tools.builtin._glob import GlobError, PathFilter
 from onellm.tools.builtin._options import BuiltinOptions
 from onellm.tools.builtin._patch import FilePatch, PatchError, apply_file_patch, parse_patch
-from onellm.tools.builtin._regex import Regex, RegexBudgetError
 from onellm.tools.builtin._text import (
     BinaryFileError,
     decode_text,
@@ -193,7 +193,7 @@ def file_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
         'path:line: text'. `.gitignore` files are honoured, binary files skipped.
 
         Args:
-            pattern: The regular expression (Python syntax without back-references and look-around).
+            pattern: The regular expression (RE2 syntax, as in Go and ripgrep: no back-references or look-around).
             path: A directory to search recursively, or one file.
             inclusionPatterns: Globs a file must match to be searched (for example '*.py').
             exclusionPatterns: Globs of files and directories to skip.
@@ -203,7 +203,7 @@ def file_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
         if max_results < 1:
             raise ValueError("max_results must be 1 or more")
         max_results = min(max_results, options.search_max_results)
-        rx = Regex(pattern, ignore_case=not case_sensitive, budget=options.search_max_regex_steps)
+        rx = LineSearch(pattern, ignore_case=not case_sensitive, budget=options.search_max_regex_steps)
         filters = _filters(options, inclusionPatterns, exclusionPatterns)
         caps = ctx.capabilities
         start = _access.resolve_read(ctx, path)

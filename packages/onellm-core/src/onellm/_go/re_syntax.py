@@ -1,13 +1,12 @@
-"""Go (RE2) regular expressions, matched in linear time.
+"""Go's RE2 syntax: a pattern read into the tree that `re_prog` compiles, with Go's rules and Go's errors.
 
-The pattern is parsed here, with RE2's rules: RE2's `\\d`, `\\w`, `\\s` and `\\b` are ASCII-only, `$` without `(?m)`
-means the end of the text, `[[:alpha:]]` and `\\p{Greek}` are classes, `(?<name>...)` names a group. What RE2
-rejects is rejected with Go's message (`missing closing )`, `invalid nested repetition operator`, back-references,
-look-around). The parser builds the tree that `_re2vm` compiles and runs as a Pike VM, so matching takes time
-linear in the text (times the pattern's size) whatever the pattern; it also writes the equivalent Python `re` pattern,
-which checks the pattern the way the engine always has and serves as the reference in tests. Replacement follows
-Go's `ReplaceAllString`: `$1`, `${1}`, `$name`, `${name}`, `$$`, and an empty match right after a previous match is
-not replaced.
+RE2's `\\d`, `\\w`, `\\s` and `\\b` are ASCII-only, `$` without `(?m)` is the end of the text, `[[:alpha:]]` and
+`\\p{Greek}` are classes, `(?P<name>...)` and `(?<name>...)` name a group (ASCII letters, digits and `_`; a name may
+repeat). What RE2 refuses is refused with Go's message (`missing closing )`, `invalid nested repetition operator`,
+back-references, look-around) in a `RegexSyntaxError` that also gives where the refused construct starts. One
+character test is a Python `re` class (`Char.text`), which keeps case folding and Unicode classes as Python defines
+them; the same reading also writes the whole pattern as Python `re` text (`Parsed.python`), which tests use as a
+reference on patterns whose meaning is the same in both.
 """
 
 from __future__ import annotations
@@ -16,14 +15,17 @@ import functools
 import re
 import unicodedata
 
-from onellm.templating import _re2vm as vm
-from onellm.templating._funcs import CallError
+from onellm._go import re_prog as vm
+from onellm._go.errors import RegexSyntaxError
 
-__all__ = ["compile_re2", "replace_all"]
+__all__ = ["MAX_REPEAT", "Parsed", "parse"]
+
+MAX_REPEAT = 1000
 
 
-def _err(code: str, arg: str) -> CallError:
-    return CallError(f"error parsing regexp: {code}: `{arg}`")
+def _err(code: str, arg: str, pos: int = -1) -> RegexSyntaxError:
+    """Go's error; a position of -1 is filled in with the start of the construct being read."""
+    return RegexSyntaxError(code, arg, pos)
 
 
 _POSIX = {
@@ -132,29 +134,73 @@ def _alt(items: list[vm.Node]) -> vm.Node:
     return items[0] if len(items) == 1 else vm.Alt(tuple(items))
 
 
-def _leaf(text: str, flags: str) -> vm.Node:
-    """One character matched by the Python class text `text` (as written into the translation) under `flags`."""
+def _leaf(text: str, flags: str, lit: str | None = None) -> vm.Node:
+    """One character matched by the Python class text `text` (as written into the translation) under `flags`;
+    `lit` is the character itself when the leaf is one literal character."""
     if text == "(?!)":
         return vm.Fail()
-    return vm.Char(text, "i" in flags)
+    icase = "i" in flags
+    return vm.Char(text, icase, None if icase else lit)
+
+
+def _repeat_ok(node: vm.Node, n: int) -> bool:
+    """Go's `repeatIsValid`: counted repetitions nested in `node` make at most `n` copies of the innermost part."""
+    stack = [(node, n)]
+    while stack:
+        node, n = stack.pop()
+        if isinstance(node, vm.Repeat) and node.counted:
+            m = node.hi if node.hi is not None else node.lo
+            if m > n:
+                return False
+            if m > 0:
+                n //= m
+        if isinstance(node, vm.Cat | vm.Alt):
+            stack += ((k, n) for k in node.items)
+        elif isinstance(node, vm.Repeat | vm.Group):
+            stack.append((node.sub, n))
+    return True
+
+
+class Parsed:
+    """A parsed pattern: the tree, the number of groups, each group's name (None: unnamed), the Python text."""
+
+    __slots__ = ("names", "ngroups", "python", "root")
+
+    def __init__(self, root: vm.Node, ngroups: int, names: list[str | None], python: str) -> None:
+        self.root = root
+        self.ngroups = ngroups
+        self.names = names
+        self.python = python
 
 
 class _Translator:
     """Reads an RE2 pattern into both a tree (`root`, for the engine) and Python `re` text (the return value)."""
 
-    def __init__(self, pattern: str) -> None:
+    def __init__(self, pattern: str, flags: str = "") -> None:
         self.p = pattern
         self.i = 0
         self.out: list[str] = []
         self.root: vm.Node = vm.Empty()
         self.groups = 0
+        self.names: list[str | None] = []
+        self.flags = flags
 
     def translate(self) -> str:
+        try:
+            return self._translate()
+        except RegexSyntaxError as e:
+            if e.pos < 0:
+                e.pos = self.start
+            raise
+
+    start = 0
+
+    def _translate(self) -> str:
         p = self.p
         n = len(p)
         # Flag state per group: (i, m, s, U) and how many scoped flag groups to close at group end.
-        stack: list[tuple[str, int, int]] = []  # (flags, closers, out index of group start)
-        flags = ""
+        stack: list[tuple[str, int, int]] = []  # (flags, closers, where the group starts in the pattern)
+        flags = self.flags
         closers = 0
         # The tree: the current group's finished alternatives and the items of the one being read, saved per group
         # with the group's number (0: not capturing).
@@ -165,20 +211,23 @@ class _Translator:
         last_was_repeat = False
         while self.i < n:
             c = p[self.i]
-            start = self.i
+            start = self.start = self.i
             if c == "(":
                 if p.startswith("(?", self.i):
                     j = self.i + 2
-                    if p.startswith("P<", j) or (p.startswith("<", j) and not p.startswith(("<=", "<!"), j)):
+                    if p.startswith(("P<", "<"), j):
                         k = p.find(">", j)
                         if k < 0:
                             raise _err("invalid named capture", p[self.i :])
                         name = p[j + (2 if p[j] == "P" else 1) : k]
-                        if not name or not all(ch.isalnum() or ch == "_" for ch in name):
+                        if not name or not all(ch.isascii() and (ch.isalnum() or ch == "_") for ch in name):
                             raise _err("invalid named capture", p[self.i : k + 1])
-                        self.out.append(f"(?P<{name}>")
-                        stack.append((flags, closers, len(self.out)))
+                        # Go allows a name twice and a name of digits; Python's text gets the name when it can.
+                        usable = name.isidentifier() and name not in self.names
+                        self.out.append(f"(?P<{name}>" if usable else "(")
+                        stack.append((flags, closers, start))
                         self.groups += 1
+                        self.names.append(name)
                         tree_stack.append((alts, cur, self.groups))
                         alts, cur = [], []
                         closers = 0
@@ -202,7 +251,7 @@ class _Translator:
                         self.i = k + 1
                         continue
                     self.out.append("(?" + _py_flags(new_flags) + ":")
-                    stack.append((flags, closers, len(self.out)))
+                    stack.append((flags, closers, start))
                     tree_stack.append((alts, cur, 0))
                     alts, cur = [], []
                     flags = new_flags
@@ -212,8 +261,9 @@ class _Translator:
                     last_was_repeat = False
                     continue
                 self.out.append("(")
-                stack.append((flags, closers, len(self.out)))
+                stack.append((flags, closers, start))
                 self.groups += 1
+                self.names.append(None)
                 tree_stack.append((alts, cur, self.groups))
                 alts, cur = [], []
                 closers = 0
@@ -254,7 +304,7 @@ class _Translator:
                     assert rep is not None
                     lo, hi, end = rep
                     lo_hi = (lo, hi)
-                    if lo > 1000 or (hi is not None and (hi > 1000 or hi < lo)):
+                    if lo > MAX_REPEAT or (hi is not None and (hi > MAX_REPEAT or hi < lo)):
                         raise _err("invalid repeat count", p[self.i : end])
                     op = p[self.i : end]
                     self.i = end
@@ -266,7 +316,9 @@ class _Translator:
                     op += "?"
                     self.i += 1
                 if last_was_repeat:
-                    raise _err("invalid nested repetition operator", p[self.prev_rep_start : self.i])
+                    raise _err(
+                        "invalid nested repetition operator", p[self.prev_rep_start : self.i], self.prev_rep_start
+                    )
                 if not can_repeat:
                     raise _err("missing argument to repetition operator", p[start : self.i])
                 if "U" in flags:
@@ -274,7 +326,10 @@ class _Translator:
                 self.out.append(op)
                 lazy = len(op) > 1 and op.endswith("?")
                 sub = cur.pop() if cur else vm.Empty()
-                cur.append(vm.Repeat(sub, lo_hi[0], lo_hi[1], not lazy))
+                node = vm.Repeat(sub, lo_hi[0], lo_hi[1], not lazy, c == "{")
+                if c == "{" and (lo_hi[0] >= 2 or (lo_hi[1] or 0) >= 2) and not _repeat_ok(node, MAX_REPEAT):
+                    raise _err("invalid repeat count", p[start : self.i])
+                cur.append(node)
                 self.prev_rep_start = start
                 last_was_repeat = True
                 continue
@@ -304,10 +359,10 @@ class _Translator:
                 can_repeat = False
             else:
                 self.out.append(_lit(c))
-                cur.append(_leaf(_lit(c), flags))
+                cur.append(_leaf(_lit(c), flags, c))
             self.i += 1
         if stack:
-            raise _err("missing closing )", p)
+            raise _err("missing closing )", p, stack[-1][2])
         self.out.append(")" * closers)
         self.root = _alt([*alts, _cat(cur)])
         return "".join(self.out)
@@ -319,7 +374,7 @@ class _Translator:
         p = self.p
         i = self.i + 1
         if i >= len(p):
-            raise _err("trailing backslash at end of expression", "")
+            raise _err("trailing backslash at end of expression", "", self.i)
         c = p[i]
         self.i = i + 1
         text: str
@@ -342,10 +397,12 @@ class _Translator:
             j = p.find("\\E", self.i)
             lit = p[self.i :] if j < 0 else p[self.i : j]
             self.i = len(p) if j < 0 else j + 2
-            node = _cat([_leaf(_lit(ch), flags) for ch in lit])
+            node = _cat([_leaf(_lit(ch), flags, ch) for ch in lit])
             return ("(?:" + re.escape(lit) + ")" if lit else "(?:)"), node
         else:
-            text = _lit(chr(self._escape_char(c)))
+            ch = chr(self._escape_char(c))
+            text = _lit(ch)
+            return text, _leaf(text, flags, ch)
         return text, _leaf(text, flags)
 
     def _escape_char(self, c: str) -> int:
@@ -434,6 +491,7 @@ class _Translator:
                     items.append(_complement(body) if neg else body)
                     i = j + 2
                     continue
+            lo_start = i
             lo, i, is_class = self._class_atom(i)
             if is_class:
                 items.append(lo)
@@ -441,9 +499,10 @@ class _Translator:
             if i + 1 < len(p) and p[i] == "-" and p[i + 1] != "]":
                 hi, i2, hi_class = self._class_atom(i + 1)
                 if hi_class:
-                    raise _err("invalid character class range", p[start:i2])
+                    # Go reads the end of a range as one character: a class escape there is an invalid escape.
+                    raise _err("invalid escape sequence", p[i + 1 : i + 3], i + 1)
                 if _atom_cp(hi) < _atom_cp(lo):
-                    raise _err("invalid character class range", p[start:i2])
+                    raise _err("invalid character class range", p[lo_start:i2], lo_start)
                 items.append(_class_lit(lo) + "-" + _class_lit(hi))
                 i = i2
                 continue
@@ -538,170 +597,12 @@ def _py_flags(flags: str) -> str:
     return on + ("-" + off if off else "")
 
 
-class Regex:
-    """A compiled RE2 pattern: `search` finds the leftmost-first match in linear time."""
+def parse(pattern: str, flags: str = "") -> Parsed:
+    """Read `pattern` with RE2's rules; `flags` ("i", "m", "s", "U") hold from its start, as a leading `(?i)` would.
 
-    __slots__ = ("groupindex", "groups", "pattern", "program")
-
-    def __init__(self, pattern: str, program: vm.Program, groupindex: dict[str, int]) -> None:
-        self.pattern = pattern
-        self.program = program
-        self.groups = program.ngroups
-        self.groupindex = groupindex
-
-    def search(self, s: str, pos: int = 0) -> Match | None:
-        """The leftmost-first match at or after `pos`; its span and groups are worked out when first asked for."""
-        if not self.program.matches(s, pos):
-            return None
-        return Match(self, s, pos)
-
-    def find(
-        self,
-        s: str,
-        pos: int,
-        groups: bool,
-        alive: list[frozenset[int]] | None = None,
-        waste: list[int] | None = None,
-    ) -> list[int] | None:
-        """Slots of the leftmost-first match at or after `pos`: [start, end] (and the groups' if `groups`).
-
-        The span is found first without groups; the groups are then worked out by a second run anchored at the
-        match's start and stopped at its end. `alive` and `waste` are passed to the span search (see `exec`).
-        """
-        slots = self.program.exec(s, pos, 1, alive=alive, waste=waste)
-        if slots is None or not groups or not self.groups:
-            return slots
-        return self.program.exec(s, slots[0], 2, anchor=True, end=slots[1])
-
-
-class Match:
-    """A match found by `Regex.search`."""
-
-    __slots__ = ("_slots", "pos", "re", "string")
-
-    def __init__(self, rx: Regex, s: str, pos: int) -> None:
-        self.re = rx
-        self.string = s
-        self.pos = pos
-        self._slots: list[int] | None = None
-
-    def _get(self) -> list[int]:
-        if self._slots is None:
-            slots = self.re.find(self.string, self.pos, True)
-            assert slots is not None
-            self._slots = slots
-        return self._slots
-
-    def span(self, group: int = 0) -> tuple[int, int]:
-        slots = self._get()
-        return slots[2 * group], slots[2 * group + 1]
-
-    def group(self, group: int = 0) -> str | None:
-        a, b = self.span(group)
-        return None if a < 0 or b < 0 else self.string[a:b]
-
-
-def _translate(pattern: str) -> _Translator:
-    t = _Translator(pattern)
-    translated = t.translate()
-    try:
-        re.compile(translated)
-    except re.error as e:
-        raise _err("invalid regexp", f"{pattern}: {e}") from None
-    t.out = [translated]
-    return t
-
-
-@functools.lru_cache(maxsize=256)
-def compile_re2(pattern: str) -> Regex:
-    t = _translate(pattern)
-    groupindex = dict(re.compile(t.out[0]).groupindex)
-    try:
-        program = vm.Program(t.root, t.groups)
-    except vm.ProgramTooLarge:
-        raise _err("expression too large", pattern) from None
-    except RecursionError:
-        raise _err("expression nests too deeply", pattern) from None
-    return Regex(pattern, program, groupindex)
-
-
-def _python_pattern(pattern: str) -> re.Pattern[str]:
-    """The same pattern on Python's backtracking `re` (how it was matched before; the reference in tests)."""
-    return re.compile(_translate(pattern).out[0])
-
-
-def _expand(template: str, s: str, slots: list[int], groups: int, names: dict[str, int]) -> str:
-    def group(k: int) -> str | None:
-        a, b = slots[2 * k], slots[2 * k + 1]
-        return None if a < 0 or b < 0 else s[a:b]
-
-    out: list[str] = []
-    t = template
-    while t:
-        k = t.find("$")
-        if k < 0:
-            break
-        out.append(t[:k])
-        t = t[k + 1 :]
-        if t.startswith("$"):
-            out.append("$")
-            t = t[1:]
-            continue
-        brace = t.startswith("{")
-        j = 1 if brace else 0
-        start = j
-        while j < len(t) and (t[j] == "_" or t[j].isalpha() or t[j].isdigit()):
-            j += 1
-        name = t[start:j]
-        if not name or (brace and not t.startswith("}", j)):
-            out.append("$")
-            continue
-        t = t[j + 1 :] if brace else t[j:]
-        num = -1
-        if name.isascii() and name.isdigit():
-            num = int(name) if len(name) < 9 else -1
-        if num >= 0:
-            if num <= groups:
-                text = group(num)
-                if text is not None:
-                    out.append(text)
-        else:
-            idx = names.get(name)
-            if idx is not None:
-                text = group(idx)
-                if text is not None:
-                    out.append(text)
-    out.append(t)
-    return "".join(out)
-
-
-def replace_all(rx: Regex, repl: str, s: str) -> str:
-    names = rx.groupindex
-    expand = "$" in repl
-    out: list[str] = []
-    last_end = 0
-    pos = 0
-    n = len(s)
-    # A search reads on past its first match while higher-priority threads may still match, and the next search reads
-    # that text again. Once that rereading adds up to more than the text twice over, one backward pass finds where
-    # threads can still match, and from then on the searches drop dead threads and stop at each match's end, which
-    # keeps the whole replacement linear in the text.
-    alive: list[frozenset[int]] | None = None
-    waste = [0]
-    while pos <= n:
-        if alive is None and waste[0] > 2 * n + 64:
-            alive = rx.program.alive(s)
-        slots = rx.find(s, pos, expand, alive, waste)
-        if slots is None:
-            break
-        a0, a1 = slots[0], slots[1]
-        out.append(s[last_end:a0])
-        if a1 > last_end or a0 == 0:
-            out.append(_expand(repl, s, slots, rx.groups, names) if expand else repl)
-        last_end = a1
-        if pos + 1 > a1:
-            pos += 1
-        else:
-            pos = a1
-    out.append(s[last_end:])
-    return "".join(out)
+    Raises:
+        RegexSyntaxError: Go's message, and where in the pattern the refused construct starts.
+    """
+    t = _Translator(pattern, flags)
+    python = t.translate()
+    return Parsed(t.root, t.groups, t.names, python)

@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
+from onellm._go.errors import TextTooLarge
+
 __all__ = [
     "MISSING",
     "U8",
@@ -338,6 +340,48 @@ def sorted_items(m: Mapping[Any, Any]) -> list[tuple[Any, Any]]:
         return sorted(m.items(), key=lambda kv: (type(kv[0]).__name__, str(kv[0])))
 
 
+MAX_TEXT = 64 * 1024 * 1024
+"""The longest text of one list or map that is built (a list holding itself twice, forty times over, would print to
+terabytes from a few kilobytes of memory)."""
+
+
+def text_size(v: Any, memo: dict[int, int] | None = None) -> int:
+    """About how many characters `v` prints to, without printing it; a part shared by several places is measured
+    once, and the count stops soon after it passes `MAX_TEXT`."""
+    if memo is None:
+        memo = {}
+    t = type(v)
+    if t is str:
+        return len(v)
+    if t is list or t is tuple or isinstance(v, list | tuple):
+        got = memo.get(id(v))
+        if got is None:
+            got = 2 + len(v)
+            for e in v:
+                got += text_size(e, memo)
+                if got > MAX_TEXT:
+                    break
+            memo[id(v)] = got
+        return got
+    if isinstance(v, Mapping):
+        got = memo.get(id(v))
+        if got is None:
+            got = 5 + 2 * len(v)
+            for k, e in v.items():
+                got += text_size(k, memo) + text_size(e, memo)
+                if got > MAX_TEXT:
+                    break
+            memo[id(v)] = got
+        return got
+    return 24
+
+
+def check_text_size(v: Any) -> None:
+    """Raise `TextTooLarge` if the text of the list or map `v` would be longer than `MAX_TEXT`."""
+    if text_size(v) > MAX_TEXT:
+        raise TextTooLarge(f"the text of a value would exceed {MAX_TEXT} characters")
+
+
 def value_text(v: Any) -> str:
     """`fmt.Sprint(v)` for one value: what `print` and an action show (nil is `<nil>`)."""
     t = type(v)
@@ -351,15 +395,24 @@ def value_text(v: Any) -> str:
         return "true" if v else "false"
     if v is None or v is MISSING:
         return "<nil>"
-    if t is list or t is tuple:
-        return "[" + " ".join([value_text(e) for e in v]) + "]"
-    if t is dict:
-        return "map[" + " ".join([value_text(k) + ":" + value_text(e) for k, e in sorted_items(v)]) + "]"
+    if t is list or t is tuple or t is dict:
+        check_text_size(v)
+        return _value_text(v)
     if t is Decimal:
         return format_float_g(float(v))
     p = _Printer()
     p.print_arg(v, "v")
     return "".join(p.buf)
+
+
+def _value_text(v: Any) -> str:
+    """`value_text` without the size check (done once, for the outermost value)."""
+    t = type(v)
+    if t is list or t is tuple:
+        return "[" + " ".join([_value_text(e) for e in v]) + "]"
+    if t is dict:
+        return "map[" + " ".join([_value_text(k) + ":" + _value_text(e) for k, e in sorted_items(v)]) + "]"
+    return value_text(v)
 
 
 def sprint(args: list[Any]) -> str:
@@ -686,6 +739,8 @@ class _Printer:
         if verb == "p":
             self.bad_verb(verb)
             return
+        if isinstance(arg, list | tuple | Mapping):
+            check_text_size(arg)
         self.print_value(arg, verb, 0)
 
     def print_value(self, v: Any, verb: str, depth: int) -> None:
@@ -930,7 +985,7 @@ def _other_text(v: Any) -> str:
     from datetime import datetime
 
     if isinstance(v, datetime):
-        from onellm.templating._time import go_time_text
+        from onellm._go.timefmt import go_time_text
 
         return go_time_text(v)
     return str(v)

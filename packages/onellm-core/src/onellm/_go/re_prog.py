@@ -1,6 +1,6 @@
 """Linear-time matching for the template engine's RE2 patterns.
 
-The parser in `_regex` turns a pattern into the small tree defined here. The tree is compiled to a Thompson NFA
+The parser in `regexp` turns a pattern into the small tree defined here. The tree is compiled to a Thompson NFA
 program (character tests, splits, jumps, capture-slot saves and empty-width assertions) laid out the way Go's
 `regexp/syntax` compiler lays it out, so that priorities between alternatives, greedy and lazy repetition, and the
 `(x+)?` form used for a star over something that can match empty all come out as in Go.
@@ -53,6 +53,8 @@ __all__ = [
     "Program",
     "ProgramTooLarge",
     "Repeat",
+    "Work",
+    "WorkExceeded",
 ]
 
 # ------------------------------------------------------------------------------------------------------- the tree
@@ -67,10 +69,12 @@ NO_WORD_BOUNDARY = 32
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Char:
-    """One character that Python's `re` pattern `text` (a single-character pattern) matches."""
+    """One character that Python's `re` pattern `text` (a single-character pattern) matches; `lit` is that character
+    when the pattern is one literal character matched exactly (the search tool looks for such runs first)."""
 
     text: str
     icase: bool
+    lit: str | None = None
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -102,10 +106,13 @@ class Alt:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Repeat:
+    """`sub` repeated lo to hi times (None: no bound); `counted` for the `{n,m}` forms."""
+
     sub: Node
     lo: int
     hi: int | None
     greedy: bool
+    counted: bool = False
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -133,6 +140,25 @@ MAX_PROGRAM = 10_000
 _MAX_STATES = 2_000
 _MAX_CACHE = 60_000
 _MAX_MEMO = 1_024
+
+
+class WorkExceeded(Exception):
+    """A search built more steps than its `Work` allows."""
+
+
+class Work:
+    """A limit on the steps a caller's searches may build, and what they have used so far (instruction visits)."""
+
+    __slots__ = ("limit", "used")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+
+    def spend(self, n: int) -> None:
+        self.used += n
+        if self.used > self.limit:
+            raise WorkExceeded
 
 
 class ProgramTooLarge(Exception):
@@ -475,8 +501,12 @@ class Program:
             return 0
         return _mask(_kind(s[i - 1]) if i > 0 else 0, _kind(s[i]) if i < len(s) else 0)
 
-    def matches(self, s: str, pos: int = 0) -> bool:
-        """Whether there is a match at or after `pos`: the thread lists alone, no positions kept."""
+    def matches(self, s: str, pos: int = 0, work: Work | None = None) -> bool:
+        """Whether there is a match at or after `pos`: the thread lists alone, no positions kept.
+
+        With `work`, the steps this search has to build (those not cached yet) are counted against its limit, and
+        `WorkExceeded` stops the search past it; cached steps cost nothing.
+        """
         n = len(s)
         if pos > n or (self.anchored and pos > 0):
             return False
@@ -504,6 +534,8 @@ class Program:
             step = table.get(c)
             if step is None:
                 step = self._step(st, c, k, adding)
+                if work is not None:
+                    work.spend(len(st.pcs) + len(step[1]) + 1)
             if step[3] >= 0:
                 return True
             st = step[0]

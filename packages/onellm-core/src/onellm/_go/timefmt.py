@@ -6,7 +6,7 @@ import re
 from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any
 
-from onellm.templating._funcs import CallError
+from onellm._go.errors import GoError
 
 __all__ = ["format_date", "go_time_text"]
 
@@ -24,7 +24,7 @@ _DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Su
 def parse_rfc3339(s: str) -> datetime:
     m = _RFC3339.fullmatch(s)
     if m is None:
-        raise CallError(f"date: cannot parse {s!r} as an RFC 3339 time")
+        raise GoError(f"date: cannot parse {s!r} as an RFC 3339 time")
     y, mo, d, h, mi, sec, frac, z, sign, oh, om = m.groups()
     if z:
         tz = UTC
@@ -35,7 +35,7 @@ def parse_rfc3339(s: str) -> datetime:
     try:
         return datetime(int(y), int(mo), int(d), int(h), int(mi), int(sec), micro, tzinfo=tz)
     except ValueError as e:
-        raise CallError(f"date: {e}") from None
+        raise GoError(f"date: {e}") from None
 
 
 def _to_datetime(t: Any) -> datetime:
@@ -45,7 +45,7 @@ def _to_datetime(t: Any) -> datetime:
         return datetime(t.year, t.month, t.day, tzinfo=UTC)
     if isinstance(t, str):
         return parse_rfc3339(t)
-    raise CallError(f"date: expected a time or an RFC 3339 string, got {type(t).__name__}")
+    raise GoError(f"date: expected a time or an RFC 3339 string, got {type(t).__name__}")
 
 
 def _offset_parts(dt: datetime) -> tuple[str, int, int, int]:
