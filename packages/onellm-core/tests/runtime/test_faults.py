@@ -376,3 +376,12 @@ async def test_a_cancelled_call_the_store_cannot_save_still_raises_run_cancelled
         await runtime.generate("gpt-6-luna", "x")
     assert caught.value.instance.messages[-1].text == "partial"
     assert any("was not saved" in note for note in getattr(caught.value, "__notes__", []))
+
+
+async def test_a_cancelled_embeddings_call_still_records_what_it_paid_for() -> None:
+    sink = GateSink("inference")
+    runtime, provider, _ = _runtime(sink, spend_cap=CAP)
+    provider.enqueue(ScriptStep.embedding([0.5, 0.5], input_tokens=1000))
+    outcome = await _cancel_when(sink.entered, lambda: runtime.embed("embedding-small", "x"), then=sink.gate)
+    assert outcome == [0.5, 0.5]
+    assert total_cost(sink.records) == runtime.spent == Decimal("0.00002")
