@@ -385,3 +385,23 @@ async def test_a_cancelled_embeddings_call_still_records_what_it_paid_for() -> N
     outcome = await _cancel_when(sink.entered, lambda: runtime.embed("embedding-small", "x"), then=sink.gate)
     assert outcome == [0.5, 0.5]
     assert total_cost(sink.records) == runtime.spent == Decimal("0.00002")
+
+
+async def test_an_answer_that_does_not_fit_the_output_type_is_still_recorded_as_paid() -> None:
+    from dataclasses import dataclass
+
+    from onellm.errors import MalformedResponseError
+
+    @dataclass
+    class Invoice:
+        customer: str
+
+    seen: list[Record] = []
+    runtime, provider, store = _runtime(_Keep(seen), spend_cap=CAP)
+    provider.enqueue(ScriptStep.text_with_usage('{"customer": 5}', 13, 7))
+    with pytest.raises(MalformedResponseError):
+        await runtime.ask("gpt-6-luna", "x", output=Invoice, max_output_tokens=1000)
+    assert [r.kind for r in seen] == ["run", "message", "inference", "error", "run"]
+    assert total_cost(seen) == runtime.spent == Decimal("0.0000048")
+    [summary] = await store.list()
+    assert summary.state == "error"
