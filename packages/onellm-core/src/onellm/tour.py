@@ -140,7 +140,7 @@ class Tour:
         )
         script = await onellm.run_script(flow, {"diff": diff})
         print(script.text)
-        print(f"calls: {len(script.turns)}, cost: {script.cost.display(7)}")
+        print(f"calls: {len(script.turns)}, cost: {script.cost.total}")
         self.saved_as("script", script.instance)
 
     async def latest(self) -> str:

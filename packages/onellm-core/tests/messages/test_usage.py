@@ -49,6 +49,43 @@ def test_cost_total_is_the_exact_sum_and_is_never_rounded() -> None:
     assert (cost + tiny).total == Decimal("0.000009001")
 
 
+def test_amounts_and_totals_print_at_the_scale_of_their_price() -> None:
+    """A line carries the places of the price of one unit (0.1 per million is 0.0000001 a token), so the seeds'
+    figures print as they do there: `0.0000040` per line and `0.0000240` for the script's total."""
+    first = Cost.of(
+        [
+            CostLine.compute("inputTokens", 40, 1_000_000, Decimal("0.1")),
+            CostLine.compute("outputTokens", 10, 1_000_000, Decimal("0.5")),
+        ]
+    )
+    second = Cost.of(
+        [
+            CostLine.compute("inputTokens", 70, 1_000_000, Decimal("0.1")),
+            CostLine.compute("outputTokens", 16, 1_000_000, Decimal("0.5")),
+        ]
+    )
+    assert [str(line.amount) for line in first.lines] == ["0.0000040", "0.0000050"]
+    assert str(first.total) == "0.0000090"
+    both = first + second
+    assert str(both.total) == "0.0000240"
+    assert f"{both.total}" == "0.0000240"
+    assert "total=Decimal('0.0000240')" in repr(both)
+    assert both.display() == "0.000024"  # display still rounds to six places
+    # places of the quantity and the multiplier count too; a price per hour (per 3600) keeps the exact quotient
+    assert str(CostLine.compute("audioSeconds", Decimal("12.5"), 1, Decimal("0.0001")).amount) == "0.00125"
+    assert str(CostLine.compute("inputTokens", 3, 1_000_000, Decimal("2"), Decimal("0.5")).amount) == "0.0000030"
+    assert str(CostLine.compute("inputTokens", 3, 1_000_000, Decimal("2"), Decimal("0.50")).amount) == "0.00000300"
+    assert str(CostLine.compute("containerHours", 1800, 3600, Decimal("0.03")).amount) == "0.015"
+    assert str(CostLine.compute("inputTokens", 14, 1_000_000, Decimal("3")).amount) == "0.000042"
+
+
+def test_the_catalog_prices_at_the_scale_of_its_prices() -> None:
+    model = onellm.Catalog.default().resolve("gpt-6-luna")
+    cost = model.price(Usage(input_tokens=40, output_tokens=10))
+    assert [str(line.amount) for line in cost.lines] == ["0.0000040", "0.0000050"]
+    assert str(cost.total) == "0.0000090"
+
+
 @pytest.mark.parametrize(
     ("amount", "places", "text"),
     [

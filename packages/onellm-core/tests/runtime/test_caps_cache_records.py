@@ -205,7 +205,9 @@ async def test_failed_call_span_has_error_type(otel: tuple[InMemorySpanExporter,
     failed, embedded = spans.get_finished_spans()
     assert failed.status.status_code is StatusCode.ERROR
     assert (failed.attributes or {})["error.type"] == "RateLimitError"
-    assert embedded.name == "embeddings text-embedding-3-small"
+    assert embedded.name == "embeddings embedding-small"  # the name asked for; the resolved one answered
+    assert (embedded.attributes or {})["gen_ai.request.model"] == "embedding-small"
+    assert (embedded.attributes or {})["gen_ai.response.model"] == "text-embedding-3-small"
 
 
 # ------------------------------------------------------------------------------------------------------ sync twins

@@ -28,7 +28,7 @@ def _runtime() -> Runtime:
 
 
 def test_an_anthropic_model_known_only_to_a_user_layer_gets_its_output_limit() -> None:
-    resolved, provider = _runtime().route("claude-house-1")
+    resolved, provider = _runtime().services.route("claude-house-1")
     assert resolved.provider == "anthropic"
     request = ChatRequest("claude-house-1", [Message(user=[TextPart("hi")])])
     assert provider.encode(request)["max_tokens"] == 1234
@@ -36,7 +36,7 @@ def test_an_anthropic_model_known_only_to_a_user_layer_gets_its_output_limit() -
 
 
 def test_a_gemini_model_known_only_to_a_user_layer_gets_its_settings() -> None:
-    _, provider = _runtime().route("gemini-house-1")
+    _, provider = _runtime().services.route("gemini-house-1")
     settings: Any = provider._settings("gemini-house-1")
     assert settings == ("responseSchema", "budget")
 
@@ -50,5 +50,5 @@ def test_a_factory_the_host_sets_comes_before_the_built_in_one() -> None:
         return object()
 
     runtime.providers.set_factory("anthropic", factory)
-    runtime.route("claude-house-1")
+    runtime.services.route("claude-house-1")
     assert made == ["claude-house-1"]

@@ -261,10 +261,10 @@ async def test_provider_created_from_the_catalog_when_the_key_is_set() -> None:
     from onellm.providers.openai import OpenAICompatibleProvider, OpenAIProvider
 
     runtime = Runtime(environ={"OPENAI_API_KEY": "sk-test"})
-    _resolved, provider = runtime.route("gpt-6-luna")
+    _resolved, provider = runtime.services.route("gpt-6-luna")
     assert isinstance(provider, OpenAIProvider)
-    assert runtime.route("openai:gpt-6-luna")[1] is provider
-    _, local = runtime.route("ollama:llama3")  # a local preset needs no key
+    assert runtime.services.route("openai:gpt-6-luna")[1] is provider
+    _, local = runtime.services.route("ollama:llama3")  # a local preset needs no key
     assert isinstance(local, OpenAICompatibleProvider)
     assert local.base_url == "http://localhost:11434/v1"
 
@@ -432,7 +432,7 @@ async def test_closing_the_runtime_closes_the_providers_it_created() -> None:
     scripted = ScriptedProvider("anthropic")
     async with Runtime(environ={"OPENAI_API_KEY": "sk-test"}) as runtime:
         runtime.providers.set("anthropic", scripted)
-        _, created = runtime.route("gpt-6-luna")
+        _, created = runtime.services.route("gpt-6-luna")
         assert "openai" in runtime.providers
     assert "openai" not in runtime.providers
     assert runtime.providers.get("anthropic") is scripted

@@ -17,7 +17,7 @@ from decimal import Context, Decimal, Inexact
 from typing import TYPE_CHECKING, Any
 
 from onellm.catalog._schema import KNOWN_PRICE_COUNTERS, to_decimal
-from onellm.messages import CallWarning, Cost, CostLine
+from onellm.messages import CallWarning, Cost, CostLine, at_price_scale
 
 if TYPE_CHECKING:
     from onellm.catalog._catalog import ResolvedModel
@@ -444,6 +444,7 @@ def _line(
         amount = _EXACT.multiply(amount, multiplier)
     if per != 1:
         amount = _EXACT.divide(amount, Decimal(per))
+    amount = at_price_scale(amount, quantity, per, unit, multiplier)  # 0.0000040, not 0.000004: the price's scale
     return CostLine(
         counter=counter,
         quantity=quantity,

@@ -42,7 +42,7 @@ from onellm.messages._parts import (
     part_from_data,
 )
 from onellm.messages._time import Timestamp
-from onellm.messages._usage import CallWarning, Cost, CostLine, Usage, format_money
+from onellm.messages._usage import CallWarning, Cost, CostLine, Usage, at_price_scale, format_money
 
 __all__ = [
     "LEGACY_MEDIA_KEYS",
@@ -83,6 +83,7 @@ __all__ = [
     "ToolCallStart",
     "Usage",
     "UsageEvent",
+    "at_price_scale",
     "format_money",
     "part_from_data",
 ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import date
-from decimal import ROUND_HALF_UP, Context, Decimal
+from decimal import ROUND_HALF_UP, Context, Decimal, Inexact, InvalidOperation
 from typing import Any
 
 import msgspec
@@ -29,11 +29,12 @@ from onellm.messages._base import (
     to_decimal,
 )
 
-__all__ = ["CallWarning", "Cost", "CostLine", "Usage", "format_money"]
+__all__ = ["CallWarning", "Cost", "CostLine", "Usage", "at_price_scale", "format_money"]
 
 _ONE = Decimal(1)
 _ZERO = Decimal(0)
 _EXACT = Context(prec=80)
+_ADD_ZEROS = Context(prec=80, traps=[Inexact, InvalidOperation])  # a quantize that would round raises instead
 
 
 def format_money(amount: Decimal, places: int = 6) -> str:
@@ -198,15 +199,64 @@ _COST_LINE_DEFAULTS: dict[str, Any] = {"per": 1, "multiplier": _ONE, "label": No
 
 
 def exact_amount(qty: int | Decimal, per: int | Decimal, unit_price: Decimal, multiplier: Decimal) -> Decimal:
-    """`qty / per × unit_price × multiplier` without rounding: the division is exact whenever the result is finite.
+    """`qty / per × unit_price × multiplier` without rounding: the division is exact whenever the result is finite,
+    written at the scale of its price (`at_price_scale`).
 
     The arithmetic runs with 80 significant digits, so every realistic line is exact; only a quotient that does not
     terminate (a `per` with a factor other than 2 and 5) is cut at that precision.
     """
     numerator = _EXACT.multiply(_EXACT.multiply(Decimal(qty), unit_price), multiplier)
     if per == 1:
-        return numerator
-    return _EXACT.divide(numerator, Decimal(per))
+        return at_price_scale(numerator, qty, per, unit_price, multiplier)
+    return at_price_scale(_EXACT.divide(numerator, Decimal(per)), qty, per, unit_price, multiplier)
+
+
+_POWERS_OF_TEN = {10**k: k for k in range(31)}
+_QUANTUM = [Decimal(1).scaleb(-k) for k in range(128)]
+# The places of the price of one unit, by (unit price, per, multiplier): catalogs have few prices, so this stays small.
+# Keyed by the prices' text: 0.5 and 0.50 are equal as numbers but carry different places.
+_UNIT_PLACES: dict[tuple[str, int, str], int] = {}
+
+
+def _places(value: Decimal) -> int:
+    exponent = value.as_tuple().exponent
+    return -exponent if isinstance(exponent, int) and exponent < 0 else 0
+
+
+def at_price_scale(
+    amount: Decimal, qty: int | Decimal, per: int | Decimal, unit_price: Decimal, multiplier: Decimal
+) -> Decimal:
+    """`amount` (a line's exact value) with as many decimal places as its price carries: the places of the price of
+    one unit (`unit_price / per`; a `per` that is a power of ten moves the point, so 0.1 per million is 0.0000001 a
+    token), plus those of the quantity and the multiplier. 40 tokens at 0.1 per million are `0.0000040`, 13 are
+    `0.0000013`, and a sum of such lines keeps that scale (`0.0000240`), as OneLLM prints and writes them.
+
+    The value never changes: an amount that would need rounding to fit (more significant places than its price),
+    or a `per` that is not a power of ten, is returned as it is.
+    """
+    if type(per) is not int:
+        if not isinstance(per, Decimal) or not per.is_finite() or per != per.to_integral_value():
+            return amount
+        per = int(per)
+    key = (str(unit_price), per, str(multiplier))
+    places = _UNIT_PLACES.get(key)
+    if places is None:
+        shift = _POWERS_OF_TEN.get(per)
+        if shift is None:
+            return amount
+        places = _places(unit_price) + shift + _places(multiplier)
+        if len(_UNIT_PLACES) < 4096:
+            _UNIT_PLACES[key] = places
+    if isinstance(qty, Decimal):
+        places += _places(qty)
+    if places >= len(_QUANTUM):
+        return amount
+    # `qty × unit_price × multiplier ÷ 10^shift` never has more places than this, so quantizing only adds zeros;
+    # the traps catch what cannot happen without rounding (an amount given with more places, too many digits).
+    try:
+        return amount.quantize(_QUANTUM[places], context=_ADD_ZEROS)
+    except ArithmeticError:
+        return amount
 
 
 def _read_date(value: Any, path: str, key: str = "") -> date | None:
@@ -421,16 +471,17 @@ class Cost(msgspec.Struct, kw_only=True, frozen=True):
     def of(cls, lines: Iterable[CostLine], *, warnings: Iterable[CallWarning] = (), priced: bool = True) -> Cost:
         """A cost whose total is the exact sum of `lines`."""
         items = tuple(lines)
-        return cls(
-            lines=items, total=sum((line.amount for line in items), _ZERO), warnings=tuple(warnings), priced=priced
-        )
+        total = _ZERO
+        for line in items:
+            total = _EXACT.add(total, line.amount)
+        return cls(lines=items, total=total, warnings=tuple(warnings), priced=priced)
 
     def __add__(self, other: Cost) -> Cost:
         if not isinstance(other, Cost):
             return NotImplemented
         return Cost(
             lines=self.lines + other.lines,
-            total=self.total + other.total,
+            total=_EXACT.add(self.total, other.total),
             warnings=self.warnings + other.warnings,
             priced=self.priced and other.priced,
         )

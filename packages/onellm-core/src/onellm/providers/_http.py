@@ -9,8 +9,9 @@ stream is retried only while nothing of it has reached the caller.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -26,9 +27,50 @@ from onellm.providers._retry import RetryPolicy, parse_retry_after, with_retries
 if TYPE_CHECKING:
     from types import TracebackType
 
-__all__ = ["ErrorDetail", "HttpCall", "HttpTransport", "base_url", "decode_json", "default_error_detail"]
+__all__ = [
+    "ErrorDetail",
+    "HttpCall",
+    "HttpTransport",
+    "RawExchange",
+    "base_url",
+    "capturing_raw_exchange",
+    "decode_json",
+    "default_error_detail",
+]
 
 MAX_ERROR_BODY = 1024 * 1024
+
+
+@dataclass(slots=True)
+class RawExchange:
+    """The request and response bodies of the last provider call sent while capturing (`capturing_raw_exchange`),
+    with the call's secrets, so whoever keeps them can mask them. Headers are never kept."""
+
+    request: bytes | None = None
+    response: bytearray = field(default_factory=bytearray)
+    secrets: tuple[Secret, ...] = ()
+
+
+_RAW: ContextVar[RawExchange | None] = ContextVar("onellm_raw_exchange", default=None)
+
+
+@contextmanager
+def capturing_raw_exchange(exchange: RawExchange) -> Iterator[RawExchange]:
+    """Keep the bodies of the calls sent in this context in `exchange` (for `rawTurn` records)."""
+    token = _RAW.set(exchange)
+    try:
+        yield exchange
+    finally:
+        _RAW.reset(token)
+
+
+def _capture_request(call: HttpCall) -> RawExchange | None:
+    raw = _RAW.get()
+    if raw is not None:
+        raw.request = call.body
+        raw.secrets = call.secrets
+        raw.response.clear()
+    return raw
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,12 +181,17 @@ class HttpTransport:
                 await response.aclose()
             return response
 
-        return await with_retries(attempt, self.retry, clock=self.clock)
+        response = await with_retries(attempt, self.retry, clock=self.clock)
+        raw = _capture_request(call)
+        if raw is not None:
+            raw.response += response.content
+        return response
 
     @asynccontextmanager
     async def stream(self, call: HttpCall) -> AsyncIterator[httpx.Response]:
         """Open a streamed call: retried until a 2xx response arrives, then handed over and never retried again."""
         response = await with_retries(lambda: self._open(call), self.retry, clock=self.clock)
+        _capture_request(call)
         try:
             yield response
         except httpx.HTTPError as error:
@@ -154,15 +201,20 @@ class HttpTransport:
 
     async def aiter_bytes(self, call: HttpCall, response: httpx.Response) -> AsyncIterator[bytes]:
         """The raw body of a streamed response, with transport failures typed."""
+        raw = _RAW.get()
         try:
             try:
                 body = response.content
             except httpx.ResponseNotRead:
                 pass
             else:
+                if raw is not None:
+                    raw.response += body
                 yield body
                 return
             async for chunk in response.aiter_raw():
+                if raw is not None:
+                    raw.response += chunk
                 yield chunk
         except httpx.HTTPError as error:
             raise self._transport_error(call, error) from error

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol
 
 from onellm.errors import MalformedResponseError
@@ -15,7 +16,36 @@ if TYPE_CHECKING:
     from onellm.messages import CallWarning
     from onellm.providers._http import HttpCall, HttpTransport
 
-__all__ = ["EventDecoder", "collect", "response_from", "sse_stream"]
+__all__ = ["EventDecoder", "collect", "collecting_into", "response_from", "sse_stream", "whole_answer_accumulator"]
+
+_COLLECTING: ContextVar[MessageAccumulator | None] = ContextVar("onellm_whole_answer", default=None)
+
+
+def whole_answer_accumulator() -> MessageAccumulator:
+    """The accumulator a provider builds a whole answer in from its events: the caller's while it is collecting (see
+    `collecting_into`), so a whole call that is cancelled part-way keeps what had arrived; else a fresh one."""
+    found = _COLLECTING.get()
+    if found is None:
+        return MessageAccumulator()
+    _COLLECTING.set(None)  # one answer per accumulator: a nested call builds its own
+    return found
+
+
+class collecting_into:  # used as a function: `with collecting_into(accumulator):`
+    """Let the next whole answer a provider builds in this context (`whole_answer_accumulator`) go into
+    `accumulator`, so the caller can read what had arrived if the call ends early."""
+
+    __slots__ = ("_accumulator", "_token")
+
+    def __init__(self, accumulator: MessageAccumulator) -> None:
+        self._accumulator = accumulator
+
+    def __enter__(self) -> MessageAccumulator:
+        self._token = _COLLECTING.set(self._accumulator)
+        return self._accumulator
+
+    def __exit__(self, *exc: object) -> None:
+        _COLLECTING.reset(self._token)
 
 
 class EventDecoder(Protocol):
@@ -57,7 +87,7 @@ def response_from(
 
 async def collect(events: AsyncIterator[StreamEvent], warnings: list[CallWarning] | None = None) -> ChatResponse:
     """Read a stream to its end and build the same `ChatResponse` a whole call gives."""
-    accumulator = MessageAccumulator()
+    accumulator = whole_answer_accumulator()
     async for event in events:
         accumulator.add(event)
     return response_from(accumulator, warnings)

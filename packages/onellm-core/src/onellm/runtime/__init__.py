@@ -1,16 +1,23 @@
 """The runtime and the happy path: `Runtime` (catalog, providers, store, record sinks, tools, grants, clock, spend
 caps, result cache), the default runtime as a context variable, and the verbs (`ask`, `generate`, `stream`,
 `stream_text`, `embed`, `chat`, `run_script`) with their blocking `_sync` twins. Every call is an instance saved to
-the runtime's store."""
+the runtime's store.
+
+Beneath the verbs: `_runtime` (the `Runtime`), `_call` (one model call, whole or streamed), `_output` (structured
+output), `_spend` (spend holds), `_default` (the default runtime), and `_services`, the `RuntimeServices` protocol that
+chat sessions, scripted runs, embeddings and the agent loop build on instead of the `Runtime` itself."""
 
 from __future__ import annotations
 
 from onellm.runtime._assets import Asset
 from onellm.runtime._cache import ResultCache
+from onellm.runtime._call import StreamingAnswer
 from onellm.runtime._chat import ChatSession
+from onellm.runtime._default import current_runtime, set_default_runtime, use_runtime
 from onellm.runtime._registry import ProviderFactory, ProviderRegistry
 from onellm.runtime._results import AskResult, ScriptResult
-from onellm.runtime._runtime import Runtime, StreamingAnswer, current_runtime, set_default_runtime, use_runtime
+from onellm.runtime._runtime import Runtime
+from onellm.runtime._services import RuntimeServices
 from onellm.runtime._verbs import (
     ask,
     ask_sync,
@@ -34,6 +41,7 @@ __all__ = [
     "ProviderRegistry",
     "ResultCache",
     "Runtime",
+    "RuntimeServices",
     "ScriptResult",
     "StreamingAnswer",
     "ask",

@@ -13,20 +13,21 @@ import msgspec
 
 from onellm.providers._request import ChatRequest, ChatResponse
 
-__all__ = ["ResultCache", "cache_key"]
+__all__ = ["ResultCache", "cache_key", "plain"]
 
 _ENCODER = msgspec.json.Encoder(decimal_format="number", order="sorted")
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
+    """A request option as plain data: message-model objects by their `to_data`, dataclasses as mappings."""
     if hasattr(value, "to_data"):
         return value.to_data()
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): plain(v) for k, v in value.items()}
     if hasattr(value, "__dataclass_fields__"):
-        return {k: _plain(getattr(value, k)) for k in value.__dataclass_fields__}
+        return {k: plain(getattr(value, k)) for k in value.__dataclass_fields__}
     if hasattr(value, "value") and hasattr(value, "name") and type(value).__module__ != "builtins":  # enums
         return value.value
     return value
@@ -51,14 +52,14 @@ def cache_key(qualified_model: str, request: ChatRequest) -> str:
         "temperature": request.temperature,
         "topP": request.top_p,
         "stop": list(request.stop_sequences),
-        "tools": _plain(request.tools),
-        "hostedTools": _plain(request.hosted_tools),
-        "toolChoice": _plain(request.tool_choice),
+        "tools": plain(request.tools),
+        "hostedTools": plain(request.hosted_tools),
+        "toolChoice": plain(request.tool_choice),
         "parallelToolCalls": request.parallel_tool_calls,
-        "responseFormat": _plain(request.response_format),
-        "reasoning": _plain(request.reasoning),
+        "responseFormat": plain(request.response_format),
+        "reasoning": plain(request.reasoning),
         "serviceTier": request.service_tier,
-        "extra": _plain(request.extra_parameters),
+        "extra": plain(request.extra_parameters),
     }
     return hashlib.sha256(_ENCODER.encode(body)).hexdigest()
 

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import anyio
 
 from onellm.messages import Message
-from onellm.runtime._runtime import ModelCall, StreamingAnswer, _parts, new_message_id
+from onellm.runtime._call import ModelCall, StreamingAnswer
+from onellm.runtime._prompt import api_source, check_options, new_message_id, prompt_parts
 
 if TYPE_CHECKING:
     from onellm.instances import Instance
+    from onellm.runtime._prompt import Content
     from onellm.runtime._results import AskResult
-    from onellm.runtime._runtime import Content, Runtime
+    from onellm.runtime._services import RuntimeServices
 
 __all__ = ["ChatSession"]
 
@@ -29,23 +32,33 @@ class ChatSession:
         await chat.ask("And the next one?")
     ```
 
-    Turns run one at a time. `instance=` continues a saved conversation.
+    Turns run one at a time. `instance=` continues a saved conversation. Each turn is a run: it holds the instance's
+    lease while it runs and saves (a turn while another handle holds it is an `InstanceLockedError`, before anything
+    is sent) and writes its `run` records.
+
+    Args:
+        runtime: The runtime (or its `services`) the turns run on.
+        model: The model name, as the verbs take it.
+        system: The system prompt (default: a continued instance's own).
+        instance: A saved conversation to continue.
+        options: Request options for every turn.
     """
 
     def __init__(
         self,
-        runtime: Runtime,
+        runtime: Any,
         model: str,
         *,
         system: str | None = None,
         instance: Instance | None = None,
         options: Mapping[str, Any] | None = None,
     ) -> None:
-        self.runtime = runtime
+        services: RuntimeServices = getattr(runtime, "services", runtime)
+        self.services = services
         self.requested_model = model
-        self.resolved, self.provider = runtime.route(model)
+        self.resolved, self.provider = services.route(model)
         if instance is None:
-            instance = runtime.new_instance(self.resolved, model, system)
+            instance = services.new_instance(self.resolved, model, system)
         elif system is None:
             system = instance.rendered_system_prompt or instance.system_prompt
         self.instance: Instance = instance
@@ -57,25 +70,25 @@ class ChatSession:
         return f"ChatSession({self.resolved.qualified_name!r}, instance={self.instance.id!r})"
 
     def _call(self, content: tuple[Content, ...], output: Any, options: Mapping[str, Any]) -> ModelCall:
-        from onellm.runtime._runtime import _check_options
-
-        settings = {**self.options, **_check_options(options)}
-        turn = Message(id=new_message_id(), user=_parts(content), date_time=self.runtime.now())
-        history = [*self.instance.messages, turn]
-        self.instance.state = "running"
-        self.instance.error = None
-        self.instance.messages.append(turn)
+        settings = {**self.options, **check_options(options)}
+        turn = Message(
+            id=new_message_id(), user=prompt_parts(content), date_time=self.services.now(), source=api_source()
+        )
+        instance = self.instance
+        instance.state = "running"
+        instance.error = None
+        instance.messages.append(turn)
         return ModelCall(
-            self.runtime,
+            self.services,
             self.resolved,
             self.provider,
-            self.instance,
+            instance,
             turn,
-            self.system,
-            output,
-            settings,
+            system=self.system,
+            output=output,
+            settings=settings,
             final_state="waiting",
-            history=history,
+            requested_model=self.requested_model,
             owns_instance=False,
         )
 
@@ -84,7 +97,13 @@ class ChatSession:
     @overload
     async def send(self, *content: Content, output: type[T], **options: Any) -> AskResult[T]: ...
     async def send(self, *content: Content, output: type[T] | None = None, **options: Any) -> AskResult[Any]:
-        """One turn: the answer with its usage and cost."""
+        """One turn: the answer with its usage and cost.
+
+        Raises:
+            InstanceLockedError: another handle holds the conversation's lease (nothing was sent).
+            RunCancelledError: cancelled; the conversation is saved with what had arrived.
+            StorageError: the answer could not be saved; `result` holds it, and `save()` tries again.
+        """
         async with self._lock:
             call = self._call(content, output, options)
             try:
@@ -106,6 +125,22 @@ class ChatSession:
         """One streamed turn. Read it to its end (or close it) before the next turn."""
         return StreamingAnswer(lambda: self._call(content, output, options))
 
+    async def save(self) -> None:
+        """Save the conversation as it stands, holding its lease: after a `StorageError`, once the disk is fixed.
+
+        Raises:
+            InstanceLockedError: another handle holds the lease.
+            StorageError: the store still cannot write it.
+        """
+        async with self._lock:
+            lease = await self.services.lease(self.instance)
+            try:
+                await self.services.save(self.instance)
+            finally:
+                if lease is not None:
+                    with anyio.CancelScope(shield=True), contextlib.suppress(OSError):
+                        await lease.release()
+
     def ask_sync(self, *content: Content, output: type[T] | None = None, **options: Any) -> Any:
         """Blocking form of `ask`, for scripts and notebooks. Not for use inside async code."""
         from onellm.runtime._sync import drive
@@ -117,6 +152,12 @@ class ChatSession:
         from onellm.runtime._sync import drive
 
         return drive(self.send(*content, output=output, **options), "chat(...).send")
+
+    def save_sync(self) -> None:
+        """Blocking form of `save`. Not for use inside async code."""
+        from onellm.runtime._sync import drive
+
+        drive(self.save(), "chat(...).save")
 
     def __enter__(self) -> ChatSession:
         return self

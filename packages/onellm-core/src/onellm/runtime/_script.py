@@ -16,15 +16,18 @@ from typing import TYPE_CHECKING, Any, cast
 import anyio
 import msgspec
 
-from onellm.errors import BadDefinitionError
+from onellm.errors import BadDefinitionError, RunCancelledError, StorageError
 from onellm.messages import CallWarning, Cost, FromPart, Message, Part, TextPart, part_from_data
 from onellm.providers._request import ResponseFormat
+from onellm.runtime._call import ModelCall
+from onellm.runtime._prompt import api_source, new_message_id, runtime_source
 from onellm.runtime._results import AskResult, ScriptResult
-from onellm.runtime._runtime import ModelCall, new_message_id
 
 if TYPE_CHECKING:
     from onellm.definitions import Definition
-    from onellm.runtime._runtime import Runtime
+    from onellm.instances import Instance
+    from onellm.records import Record
+    from onellm.runtime._services import RuntimeServices
     from onellm.templating import MissingKey
 
 __all__ = ["run_script", "template_scope"]
@@ -48,15 +51,15 @@ def _system_scope() -> dict[str, Any]:
     }
 
 
-def template_scope(runtime: Runtime, definition: Definition, inputs: Mapping[str, Any]) -> dict[str, Any]:
+def template_scope(services: RuntimeServices, definition: Definition, inputs: Mapping[str, Any]) -> dict[str, Any]:
     """The scope a script's templates see (`.inputs`, `.system`, `.time`, `.env`, `.git`, `.swarm`, `.caller`,
     `.invocationMode`, `.turns`)."""
-    now = runtime.clock.now()
+    now = services.clock.now()
     merged = dict(definition.inputs or {})
     merged.update(inputs)
-    env = {name: runtime.environ[name] for name in runtime.allowed_environment if name in runtime.environ}
+    env = {name: services.environ[name] for name in services.allowed_environment if name in services.environ}
     git = {"branch": "", "commit": "", "root": "", "remote": ""}
-    supplied_git = runtime.scope_values.get("git")
+    supplied_git = services.scope_values.get("git")
     if isinstance(supplied_git, Mapping):
         git.update(supplied_git)
     local = now.astimezone()
@@ -70,8 +73,8 @@ def template_scope(runtime: Runtime, definition: Definition, inputs: Mapping[str
         },
         "env": env,
         "git": git,
-        "swarm": dict(runtime.scope_values.get("swarm") or {}),
-        "caller": runtime.scope_values.get("caller"),
+        "swarm": dict(services.scope_values.get("swarm") or {}),
+        "caller": services.scope_values.get("caller"),
         "invocationMode": definition.invocation_mode or "autonomous",
         "turns": [],
     }
@@ -139,8 +142,10 @@ def _load(path: str | os.PathLike[str]) -> tuple[Definition, Path]:
 
 
 async def run_script(
-    runtime: Runtime, path: str | os.PathLike[str], inputs: Mapping[str, Any], **options: Any
+    services: RuntimeServices, path: str | os.PathLike[str], inputs: Mapping[str, Any], **options: Any
 ) -> ScriptResult:
+    """Run a definition as a script: one run on one instance, holding its lease throughout, one model call per user
+    prompt. The `run` records open and close it; a turn that fails leaves the instance in `error`."""
     from onellm.templating import FileEmbedSource
     from onellm.templating import render as render_template
 
@@ -151,10 +156,10 @@ async def run_script(
     model_name = options.get("model") or definition.model
     if not model_name:
         raise TypeError(f"{path}: the definition names no model; pass model=")
-    resolved, provider = runtime.route(model_name)
-    sources: list[Any] = [FileEmbedSource(folder), *(FileEmbedSource(p) for p in runtime.embed_sources)]
+    resolved, provider = services.route(model_name)
+    sources: list[Any] = [FileEmbedSource(folder), *(FileEmbedSource(p) for p in services.embed_sources)]
     missing: MissingKey = "error" if definition.missing_key == "error" else "default"
-    scope = template_scope(runtime, definition, inputs)
+    scope = template_scope(services, definition, inputs)
     warnings: list[CallWarning] = []
 
     def render(text: str, what: str) -> str:
@@ -164,7 +169,7 @@ async def run_script(
             missing_key=missing,
             name=f"{definition.file or path}:{what}",
             embed_sources=sources,
-            now=runtime.clock.now,
+            now=services.clock.now,
         )
 
     if definition.references:
@@ -172,7 +177,7 @@ async def run_script(
             CallWarning(kind="script", message="a script offers no tools: the definition's tool references are ignored")
         )
     system = render(definition.system_prompt, "systemPrompt") if definition.system_prompt else None
-    instance = runtime.new_instance(resolved, model_name, definition.system_prompt)
+    instance = services.new_instance(resolved, model_name, definition.system_prompt)
     instance.agent_definition = str(path)
     instance.name = definition.name
     instance.inputs = _plain(dict(scope["inputs"])) or None
@@ -185,89 +190,178 @@ async def run_script(
     if definition.temperature is not None:
         settings["temperature"] = float(definition.temperature)
     schema = definition.extra.get("outputSchema")
+    raw_turns = bool(definition.llm_turn_logs)
     prompts = list(definition.initial_prompts or [])
     user_indexes = [i for i, p in enumerate(prompts) if p.user]
     last_user = user_indexes[-1] if user_indexes else -1
     turns: list[AskResult[Any]] = []
     output: Any = None
-    if len(runtime.records):
-        from onellm.records import RunRecord
+    run = _ScriptRun(services, instance, resolved.qualified_name)
+    lease = await services.lease(instance)
+    try:
+        await run.record(run.event("started", "running"))
+        for index, prompt in enumerate(prompts):
+            if not _runs(prompt.when, render):
+                continue
+            if not prompt.user:
+                answer = [
+                    TextPart(render(p.text, f"initialPrompts[{index}]")) if isinstance(p, TextPart) else p
+                    for p in prompt.assistant
+                ]
+                said = Message(id=new_message_id(), assistant=answer, date_time=services.now(), source=runtime_source())
+                instance.messages.append(said)
+                if services.recording:
+                    from onellm.records import MessageRecord
 
-        await runtime.record(
-            RunRecord(instance_id=instance.id, event="started", state="running", model=resolved.qualified_name)
-        )
-    for index, prompt in enumerate(prompts):
-        if not _runs(prompt.when, render):
-            continue
-        if not prompt.user:
-            answer = [
-                TextPart(render(p.text, f"initialPrompts[{index}]")) if isinstance(p, TextPart) else p
-                for p in prompt.assistant
-            ]
-            said = Message(id=new_message_id(), assistant=answer, date_time=runtime.now())
-            instance.messages.append(said)
-            if len(runtime.records):
-                from onellm.records import MessageRecord
-
-                await runtime.record(MessageRecord(instance_id=instance.id, message_id=said.id, message=said))
-            continue
-        user: list[Part] = []
-        for n, p in enumerate(prompt.user):
-            if isinstance(p, TextPart):
-                user.append(TextPart(render(p.text, f"initialPrompts[{index}]")))
-            elif isinstance(p, FromPart):
-                user.extend(_expand(p, scope, definition.file or str(path), f"initialPrompts[{index}].user[{n}]"))
-            else:
-                user.append(p)
-        turn = Message(id=new_message_id(), user=user, date_time=runtime.now())
-        instance.messages.append(turn)
-        call_settings = dict(settings)
-        if schema is not None and index == last_user:
-            call_settings["response_format"] = ResponseFormat.json_schema(schema, name="output")
-        call = ModelCall(
-            runtime,
-            resolved,
-            provider,
-            instance,
-            turn,
-            system,
-            None,
-            call_settings,
-            final_state="stopped" if index == last_user else "running",
-            owns_instance=False,
-        )
-        result = await call.whole()
-        if result.message.tool_calls:
-            warnings.append(
-                CallWarning(kind="script", message=f"turn {len(turns)}: tool calls are not run in a script; ignored")
+                    await run.record(MessageRecord(instance_id=instance.id, message_id=said.id, message=said))
+                continue
+            user: list[Part] = []
+            for n, p in enumerate(prompt.user):
+                if isinstance(p, TextPart):
+                    user.append(TextPart(render(p.text, f"initialPrompts[{index}]")))
+                elif isinstance(p, FromPart):
+                    user.extend(_expand(p, scope, definition.file or str(path), f"initialPrompts[{index}].user[{n}]"))
+                else:
+                    user.append(p)
+            turn = Message(id=new_message_id(), user=user, date_time=services.now(), source=api_source())
+            instance.messages.append(turn)
+            call_settings = dict(settings)
+            if schema is not None and index == last_user:
+                call_settings["response_format"] = ResponseFormat.json_schema(schema, name="output")
+            call = ModelCall(
+                services,
+                resolved,
+                provider,
+                instance,
+                turn,
+                system=system,
+                settings=call_settings,
+                final_state="stopped" if index == last_user else "running",
+                requested_model=model_name,
+                segment=False,
+                owns_instance=False,
+                raw_turns=raw_turns,
             )
-        turns.append(result)
-        entry: dict[str, Any] = {"text": result.text}
-        with contextlib.suppress(msgspec.DecodeError):
-            entry["json"] = msgspec.json.decode(result.text)
-        cast(list[Any], scope["turns"]).append(entry)
-        if schema is not None and index == last_user:
-            output = entry.get("json")
-    runtime._forget_instance(instance)
-    if instance.state != "stopped":
-        instance.state = "stopped"
-        await runtime.save(instance)
-    if len(runtime.records):
+            result = await call.whole()
+            if result.message.tool_calls:
+                warnings.append(
+                    CallWarning(
+                        kind="script", message=f"turn {len(turns)}: tool calls are not run in a script; ignored"
+                    )
+                )
+            turns.append(result)
+            entry: dict[str, Any] = {"text": result.text}
+            with contextlib.suppress(msgspec.DecodeError):
+                entry["json"] = msgspec.json.decode(result.text)
+            cast(list[Any], scope["turns"]).append(entry)
+            if schema is not None and index == last_user:
+                output = entry.get("json")
+        cost = Cost()
+        for turn_result in turns:
+            cost = cost + turn_result.cost
+        for turn_result in turns:
+            warnings.extend(turn_result.warnings)
+        script = ScriptResult(
+            text=turns[-1].text if turns else "",
+            turns=turns,
+            cost=cost,
+            instance=instance,
+            output=output,
+            warnings=warnings,
+        )
+    except RunCancelledError:
+        await run.cancelled(saved=True)
+        raise
+    except anyio.get_cancelled_exc_class() as cancelled:  # between turns: save what the run has, as a turn would
+        raise await run.cancelled(saved=False) from cancelled
+    except Exception as error:
+        await run.failed(error)
+        raise
+    else:
+        await run.stop(script)
+        return script
+    finally:
+        services.spend.forget(instance)
+        if lease is not None:
+            with anyio.CancelScope(shield=True), contextlib.suppress(OSError, StorageError):
+                await lease.release()
+
+
+class _ScriptRun:
+    """The run records and end states of one scripted run (its turns record their own calls)."""
+
+    def __init__(self, services: RuntimeServices, instance: Instance, model: str) -> None:
+        self.services = services
+        self.instance = instance
+        self.model = model
+
+    def event(self, event: str, state: str | None) -> Record:
         from onellm.records import RunRecord
 
-        await runtime.record(
-            RunRecord(instance_id=instance.id, event="stopped", state="stopped", model=resolved.qualified_name)
-        )
-    cost = Cost()
-    for turn_result in turns:
-        cost = cost + turn_result.cost
-    for turn_result in turns:
-        warnings.extend(turn_result.warnings)
-    return ScriptResult(
-        text=turns[-1].text if turns else "",
-        turns=turns,
-        cost=cost,
-        instance=instance,
-        output=output,
-        warnings=warnings,
-    )
+        return RunRecord(instance_id=self.instance.id, event=event, state=state, model=self.model)
+
+    async def record(self, *records: Record) -> None:
+        if self.services.recording:
+            await self.services.record(*records)
+
+    async def stop(self, script: ScriptResult) -> None:
+        """The last prompt answered: save the instance `stopped` (if the last turn has not) and close the run,
+        shielded; a save that fails raises `StorageError` with the script's result."""
+        instance = self.instance
+        with anyio.CancelScope(shield=True):
+            unsaved: StorageError | None = None
+            if instance.state != "stopped":
+                instance.state = "stopped"
+                try:
+                    await self.services.save(instance)
+                except StorageError as error:
+                    unsaved = error
+            records = [self.event("stopped", "stopped")]
+            if unsaved is not None:
+                records.insert(0, _error_record(instance, unsaved, "save"))
+            await self.record(*records)
+        if unsaved is not None:
+            unsaved.result = script
+            raise unsaved
+
+    async def cancelled(self, *, saved: bool) -> RunCancelledError:
+        """Close a cancelled run: save it `stopped` and `cancelled` unless its turn already did."""
+        instance = self.instance
+        with anyio.CancelScope(shield=True):
+            records: list[Record] = []
+            if not saved:
+                instance.state = "stopped"
+                instance.cancelled = True
+                try:
+                    await self.services.save(instance)
+                except StorageError as error:
+                    records.append(_error_record(instance, error, "save"))
+            records.append(self.event("cancelled", "stopped"))
+            await self.record(*records)
+        return RunCancelledError(f"the run of instance {instance.id} was cancelled", instance=instance)
+
+    async def failed(self, error: BaseException) -> None:
+        """Close a run that a turn, a template or a cap stopped. A turn that failed saved the instance in `error`
+        already, and a save that failed is not tried again; anything else is saved in `error` here."""
+        from onellm.instances import InstanceFailure
+
+        instance = self.instance
+        with anyio.CancelScope(shield=True):
+            records: list[Record] = []
+            if instance.state != "error" and not isinstance(error, StorageError):
+                instance.state = "error"
+                instance.error = InstanceFailure(type=type(error).__name__, message=str(error))
+                records.append(_error_record(instance, error, "script"))
+                try:
+                    await self.services.save(instance)
+                except StorageError as failure:
+                    error.add_note(f"the instance was not saved: {failure}")
+                    records.append(_error_record(instance, failure, "save"))
+            records.append(self.event("stopped", instance.state))
+            await self.record(*records)
+
+
+def _error_record(instance: Instance, error: BaseException, where: str) -> Record:
+    from onellm.records import ErrorRecord
+
+    return ErrorRecord(instance_id=instance.id, error_type=type(error).__name__, message=str(error), where=where)

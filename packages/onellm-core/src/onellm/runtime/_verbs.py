@@ -6,14 +6,15 @@ import os
 from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from onellm.runtime._runtime import current_runtime
+from onellm.runtime._default import current_runtime
 from onellm.runtime._sync import drive
 
 if TYPE_CHECKING:
     from onellm.instances import Instance
+    from onellm.runtime._call import StreamingAnswer
     from onellm.runtime._chat import ChatSession
+    from onellm.runtime._prompt import Content
     from onellm.runtime._results import AskResult, ScriptResult
-    from onellm.runtime._runtime import Content, StreamingAnswer
 
 __all__ = [
     "ask",

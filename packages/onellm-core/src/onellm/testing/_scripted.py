@@ -30,7 +30,6 @@ from onellm.errors import ProviderError
 from onellm.messages import Usage
 from onellm.messages._events import (
     Done,
-    MessageAccumulator,
     MessageStart,
     StreamEvent,
     TextDelta,
@@ -41,7 +40,7 @@ from onellm.messages._events import (
 )
 from onellm.providers._protocols import EmbeddingRequest, EmbeddingResponse
 from onellm.providers._request import ChatRequest, ChatResponse
-from onellm.providers._stream import response_from
+from onellm.providers._stream import response_from, whole_answer_accumulator
 
 if TYPE_CHECKING:
     from onellm.clock import Clock
@@ -236,7 +235,7 @@ class ScriptedProvider:
 
     # --------------------------------------------------------------------------------------------------- chat
     async def send(self, request: ChatRequest) -> ChatResponse:
-        accumulator = MessageAccumulator()
+        accumulator = whole_answer_accumulator()  # the runtime's, so a cancelled call keeps what had arrived
         async for event in self.stream(request):
             accumulator.add(event)
         return response_from(accumulator, request.warnings)
