@@ -591,11 +591,12 @@ class ModelCall:
             messages = inline_assets(runtime.store, instance, messages)
         from onellm.catalog.adjust import RequestAdjuster
 
-        request = ChatRequest(model=model.name, messages=messages, system=system, **settings)
+        request = ChatRequest(model=model.name, messages=messages, system=system, profile=model.profile, **settings)
         self.request: ChatRequest = RequestAdjuster(model).adjust_request(request)
         self.reservation: Reservation | None = None
         self.span: CallObserver | None = None
         self.accumulator: MessageAccumulator | None = None
+        self.events: AsyncIterator[StreamEvent] | None = None
         self.started = 0.0
         self.key: str | None = None
 
@@ -814,6 +815,7 @@ class ModelCall:
             return cached
         self.accumulator = MessageAccumulator()
         stream: AsyncIterator[StreamEvent] = self.provider.stream(self.request)
+        self.events = stream
         return stream
 
     async def finish_stream(self) -> AskResult[Any]:
@@ -821,7 +823,8 @@ class ModelCall:
 
         assert self.accumulator is not None
         try:
-            response = response_from(self.accumulator, self.request.warnings)
+            codec = getattr(self.events, "warnings", None) or []  # the provider's notices, once the stream is read
+            response = response_from(self.accumulator, [*self.request.warnings, *codec])
         except Exception as error:
             await self._failed(error)
             raise
