@@ -19,7 +19,7 @@ import msgspec
 
 from onellm.catalog._profile import ModelProfile
 from onellm.errors import AuthError, MalformedResponseError, Secret
-from onellm.providers._errors import scrub
+from onellm.providers._errors import clean
 from onellm.providers._http import ClientPool, Headers, HttpCall, HttpTransport, is_sensitive_header
 from onellm.providers._stream import EventDecoder, EventStream
 
@@ -71,8 +71,7 @@ def _guard(method: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
         except RecursionError:
             failure = MalformedResponseError("the answer nests too deeply to be read", provider=self.name)
         except Exception as error:
-            scrub(error, self.secrets)
-            raise
+            raise clean(error, self.secrets)  # noqa: B904 - the same error, cleaned, without the frames it held
         raise failure
 
     guarded.__onellm_guarded__ = True  # type: ignore[attr-defined]

@@ -5,7 +5,9 @@ reports. And the one rule that makes a leaked key impossible to forget (`scrub`)
 call passes through it with the call's secrets, which removes each secret, in every form a server may echo it (as
 sent, JSON-escaped, percent-encoded), from the error's message, body, arguments, notes and every attribute that holds
 text, and from the errors it was raised from. Providers apply it at their boundary, so an error a codec builds from
-a streamed error event, a `status: failed` body or a redirect's `Location` is cleaned like any other.
+a streamed error event, a `status: failed` body or a redirect's `Location` is cleaned like any other. A provider
+error also leaves without the frames it was raised through (`clean`), so an error tracker that records local
+variables does not find the server's echo of a key in a decoder's buffer.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from onellm.errors import (
     BadRequestError,
     ContentFilterError,
     ContextOverflowError,
+    OnellmError,
     OverloadedError,
     ProviderError,
     RateLimitError,
@@ -30,7 +33,7 @@ from onellm.errors import (
     SpendLimitReachedError,
 )
 
-__all__ = ["Redactor", "error_from_status", "redact", "scrub"]
+__all__ = ["Redactor", "clean", "error_from_status", "redact", "scrub"]
 
 _CONTEXT_OVERFLOW = (
     "context_length_exceeded",
@@ -174,3 +177,21 @@ def error_from_status(
             return make(ContentFilterError)
         return make(BadRequestError)
     return make(ProviderError)
+
+
+def clean(error: BaseException, secrets: Iterable[Secret | str] | Redactor) -> BaseException:
+    """`scrub` the error; a provider error (`OnellmError`) also drops the frames it and the errors it was raised from
+    passed through, so it starts again where it is re-raised. Other errors (bugs) keep their frames. Returns
+    `error`, to be raised again."""
+    scrub(error, secrets)
+    if isinstance(error, OnellmError):
+        pending: list[BaseException] = [error]
+        seen: set[int] = set()
+        while pending:
+            current = pending.pop()
+            if id(current) in seen:
+                continue
+            seen.add(id(current))
+            current.__traceback__ = None
+            pending.extend(linked for linked in (current.__cause__, current.__context__) if linked is not None)
+    return error

@@ -14,6 +14,7 @@ another loop. A pool therefore keeps one client per running loop (a thread that 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import sys
 import threading
@@ -47,6 +48,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+_log = logging.getLogger("onellm.providers")
 
 MAX_ERROR_BODY = 1024 * 1024
 
@@ -337,7 +340,7 @@ class HttpTransport:
             return response
 
         try:
-            return await with_retries(attempt, self.retry, clock=self.clock)
+            return await with_retries(attempt, self.retry, clock=self.clock, on_retry=_retrying(call))
         except Exception as error:
             scrub(error, call.secrets)
             raise
@@ -361,7 +364,7 @@ class HttpTransport:
         """Open a streamed call: retried until a 2xx response arrives, then handed over (the caller closes it) and never
         retried again."""
         try:
-            return await with_retries(lambda: self._open(call), self.retry, clock=self.clock)
+            return await with_retries(lambda: self._open(call), self.retry, clock=self.clock, on_retry=_retrying(call))
         except Exception as error:
             scrub(error, call.secrets)
             raise
@@ -475,6 +478,24 @@ class HttpTransport:
         kind = type(error).__name__
         text = f"{kind}: {error}" if str(error) else kind
         return TransportError(call.redactor(text), provider=call.provider)
+
+
+def _retrying(call: HttpCall) -> Callable[[int, BaseException, float], None]:
+    """Logs each retry (at INFO on `onellm.providers`), its error text without the call's secrets."""
+
+    def log(retry: int, error: BaseException, wait: float) -> None:
+        if _log.isEnabledFor(logging.INFO):
+            _log.info(
+                "%s: retry %d of %s %s in %.2f s after %s",
+                call.provider,
+                retry + 1,
+                call.method,
+                call.redactor(call.url),
+                wait,
+                call.redactor(f"{type(error).__name__}: {error}"),
+            )
+
+    return log
 
 
 def decode_json(data: bytes, *, provider: str, what: str = "response") -> Any:

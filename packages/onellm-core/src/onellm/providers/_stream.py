@@ -28,7 +28,7 @@ import anyio
 
 from onellm.errors import MalformedResponseError, TransportError
 from onellm.messages._events import MessageAccumulator, StreamEvent
-from onellm.providers._errors import scrub
+from onellm.providers._errors import clean
 from onellm.providers._request import ChatResponse, FinishReason
 from onellm.providers._sse import SseDecoder
 
@@ -208,7 +208,7 @@ class EventStream:
             self._done = True
             await self._release()
             if isinstance(error, Exception) and self._call is not None:
-                scrub(error, self._call.secrets)
+                raise clean(error, self._call.secrets)  # noqa: B904 - the same error, cleaned
             raise
         if failure is not None:
             self._done = True
