@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import sys
 import threading
 import weakref
@@ -41,7 +40,6 @@ __all__ = [
     "ErrorDetail",
     "HttpCall",
     "HttpTransport",
-    "base_url",
     "decode_json",
     "default_error_detail",
     "is_sensitive_header",
@@ -138,14 +136,6 @@ class HttpCall:
     def redactor(self) -> Redactor:
         """Removes this call's secrets from text."""
         return Redactor(self.secrets)
-
-
-def base_url(default: str, *, variable: str | None = None, configured: str | None = None) -> str:
-    """The base URL to use: the one configured (an argument, else the catalog's `baseUrl`) when set, else the
-    SDK-compatible variable (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`, ...) when set and not empty, else the provider's
-    default. Never ends in a slash."""
-    chosen = configured or (os.environ.get(variable) if variable else None) or default
-    return chosen.rstrip("/")
 
 
 # -- clients ---------------------------------------------------------------------------------------------------------
