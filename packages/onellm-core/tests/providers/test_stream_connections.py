@@ -98,3 +98,28 @@ def test_a_body_that_goes_on_after_the_end_event_is_drained_only_within_a_bound(
     assert texts == ["Hello", "Hello"]
     assert took < 1.5  # each drain gave up after 0.2 s
     assert server.connections == 2  # a connection whose body never ended is not reused
+
+
+def test_a_stream_dropped_without_aclose_still_lets_its_connection_go() -> None:
+    import gc
+
+    with LoopbackServer(_slow_stream) as server:
+        llm = provider("anthropic", base=server.url)
+
+        async def drop() -> tuple[int, int]:
+            events = llm.stream(request("anthropic"))
+            async for _ in events:
+                break
+            pool = llm._transport.client._transport._pool
+            before = len(pool.connections)
+            del events
+            gc.collect()
+            for _ in range(50):  # the event loop closes the dropped body reader on a later turn
+                await anyio.sleep(0.01)
+                if not pool.connections:
+                    break
+            after = len(pool.connections)
+            await llm.aclose()
+            return before, after
+
+        assert anyio.run(drop) == (1, 0)

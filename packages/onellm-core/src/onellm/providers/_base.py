@@ -20,7 +20,14 @@ import msgspec
 from onellm.catalog._profile import ModelProfile
 from onellm.errors import AuthError, MalformedResponseError, Secret
 from onellm.providers._errors import clean
-from onellm.providers._http import ClientPool, Headers, HttpCall, HttpTransport, is_sensitive_header
+from onellm.providers._http import (
+    MIN_SECRET_LENGTH,
+    ClientPool,
+    Headers,
+    HttpCall,
+    HttpTransport,
+    is_sensitive_header,
+)
 from onellm.providers._stream import EventDecoder, EventStream
 
 if TYPE_CHECKING:
@@ -133,7 +140,9 @@ class HttpProvider:
         self._headers = Headers({"content-type": "application/json", "accept": "application/json"})
         self._headers.update(headers or {})
         secrets = [self._key] if self._key else []
-        secrets.extend(Secret(v) for k, v in self._headers.items() if v and is_sensitive_header(k))
+        secrets.extend(
+            Secret(v) for k, v in self._headers.items() if len(v) >= MIN_SECRET_LENGTH and is_sensitive_header(k)
+        )
         self.secrets: tuple[Secret, ...] = tuple(secrets)
         """Every secret this provider sends (its key, credential headers): removed from every error it raises."""
         self._default_profile = ModelProfile(provider=name)

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from types import TracebackType
 
 __all__ = [
+    "MIN_SECRET_LENGTH",
     "ClientPool",
     "ErrorDetail",
     "HttpCall",
@@ -50,6 +51,9 @@ T = TypeVar("T")
 _log = logging.getLogger("onellm.providers")
 
 MAX_ERROR_BODY = 1024 * 1024
+MIN_SECRET_LENGTH = 8
+"""A credential header's value shorter than this is not treated as a secret (masking every `1` in a message would hide
+more than it protects); a provider's key always is."""
 
 _SENSITIVE_WORDS = ("auth", "key", "token", "secret", "cookie", "signature", "credential", "password")
 
@@ -124,7 +128,11 @@ class HttpCall:
     def __post_init__(self) -> None:
         if not isinstance(self.headers, Headers):
             self.headers = Headers(self.headers)
-        sensitive = tuple(Secret(value) for name, value in self.headers.items() if value and is_sensitive_header(name))
+        sensitive = tuple(
+            Secret(value)
+            for name, value in self.headers.items()
+            if len(value) >= MIN_SECRET_LENGTH and is_sensitive_header(name)
+        )
         if sensitive:
             self.secrets = (*self.secrets, *(s for s in sensitive if s not in self.secrets))
 
@@ -371,7 +379,9 @@ class HttpTransport:
             await response.aclose()
 
     async def aiter_bytes(self, call: HttpCall, response: httpx.Response) -> AsyncIterator[bytes]:
-        """The raw body of a streamed response, with transport failures typed."""
+        """The raw body of a streamed response, with transport failures typed. The response is closed when the
+        iterator is: at the end, when it is closed, and when a reader drops it unclosed (the event loop then closes
+        the iterator, so the connection is not held forever)."""
         try:
             try:
                 body = response.content
@@ -384,6 +394,8 @@ class HttpTransport:
                 yield chunk
         except httpx.HTTPError as error:
             raise self._transport_error(call, error) from None
+        finally:
+            await response.aclose()
 
     async def _open(self, call: HttpCall) -> httpx.Response:
         client = self._pool.get()
