@@ -453,6 +453,17 @@ class _Event(msgspec.Struct):
 
 
 _event_decoder = msgspec.json.Decoder(_Event, float_hook=Decimal)
+_ANSWER_EVENTS = (
+    "response.output_",
+    "response.content_part.",
+    "response.function_call_arguments.",
+    "response.custom_tool_call_input.",
+    "response.refusal.",
+    "response.reasoning",
+    "response.completed",
+    "response.incomplete",
+)
+"""Events that carry the answer: before `response.created` they mean the stream is not the answer it claims to be."""
 
 
 class ResponsesStreamDecoder:
@@ -486,7 +497,7 @@ class ResponsesStreamDecoder:
             raise MalformedResponseError(
                 f"a stream event named {event_name!r} holds a {kind!r} event", provider=PROVIDER
             )
-        if not self._started and kind != "response.created" and kind.startswith("response."):
+        if not self._started and kind.startswith(_ANSWER_EVENTS):
             raise MalformedResponseError(f"a {kind} event came before response.created", provider=PROVIDER)
         if kind == "response.output_text.delta":
             index, _ = self._blocks.get(event.output_index, event.content_index, "text")
