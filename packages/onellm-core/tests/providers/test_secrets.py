@@ -302,3 +302,25 @@ def test_what_onellm_logs_about_a_retried_call_carries_no_key(caplog: pytest.Log
     assert "bad key" in lines[0]
     for form in FORMS:
         assert form not in lines[0]
+
+
+def test_every_public_call_of_every_provider_passes_the_cleaning_boundary() -> None:
+    """The boundary is not a habit each method must remember: `HttpProvider` puts it on every public call a subclass
+    defines, a provider written later included."""
+    from onellm.providers._base import GUARDED_METHODS, HttpProvider
+
+    for cls in (AnthropicProvider, OpenAIProvider, OpenAICompatibleProvider, GeminiProvider):
+        for name in GUARDED_METHODS:
+            method = getattr(cls, name, None)
+            if method is not None:
+                assert getattr(method, "__onellm_guarded__", False), f"{cls.__name__}.{name}"
+
+    class Later(HttpProvider):
+        default_base_url = "https://later.example.test"
+
+        async def send(self, request: ChatRequest) -> Any:
+            raise ProviderError(f"the server said {KEY}", provider=self.name)
+
+    with pytest.raises(ProviderError) as caught:
+        anyio.run(Later(name="later", api_key=KEY).send, request("openai-chat"))
+    assert_clean(caught.value)
