@@ -357,3 +357,15 @@ def test_a_stream_that_goes_silent_meets_the_idle_deadline() -> None:
 def test_deadlines_are_checked_when_given() -> None:
     with pytest.raises(ValueError, match="stream_timeout"):
         provider("anthropic", lambda _: httpx.Response(200), stream_timeout=0)
+
+
+def test_many_events_that_make_nothing_in_one_chunk_lose_nothing_after_them() -> None:
+    """Events are decoded in batches as they are asked for; a run of pings longer than a batch must not drop the
+    text that follows it in the same chunk."""
+    events = anthropic_events("A")
+    more = (
+        "content_block_delta",
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "B"}},
+    )
+    body = stream_of([*events[:4], *[events[2]] * 300, more, *events[4:]])
+    assert streamed("anthropic", body).message.text == "AB"

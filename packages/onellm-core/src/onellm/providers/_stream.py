@@ -30,7 +30,7 @@ from onellm.errors import MalformedResponseError, TransportError
 from onellm.messages._events import MessageAccumulator, StreamEvent
 from onellm.providers._errors import clean
 from onellm.providers._request import ChatResponse, FinishReason
-from onellm.providers._sse import SseDecoder
+from onellm.providers._sse import SseDecoder, SseEvent
 
 if TYPE_CHECKING:
     import httpx
@@ -114,6 +114,8 @@ async def collect(events: AsyncIterator[StreamEvent], warnings: list[CallWarning
 
 
 _NO_EVENTS: Final[list[StreamEvent]] = []
+_BATCH: Final = 64
+"""How many server-sent events one read decodes at most, after the first."""
 
 
 class EventStream:
@@ -125,12 +127,15 @@ class EventStream:
     """
 
     __slots__ = (
+        "_batch",
         "_call",
         "_chunks",
         "_deadline",
         "_decoder",
         "_done",
         "_last",
+        "_pending",
+        "_pending_at",
         "_position",
         "_prepare",
         "_provider",
@@ -159,6 +164,9 @@ class EventStream:
         self._sse = SseDecoder(provider=provider)
         self._ready: list[StreamEvent] = _NO_EVENTS
         self._position = 0
+        self._pending: list[SseEvent] = []
+        self._pending_at = 0
+        self._batch = 1
         self._done = False
         self._deadline = 0.0
         self._last = 0.0
@@ -221,13 +229,42 @@ class EventStream:
         return events[0]
 
     async def _read(self) -> list[StreamEvent]:
+        """The next events the codec makes. Server-sent events are decoded as they are asked for: the first alone, so
+        the first event of a large chunk reaches the caller without waiting for the rest, then up to `_BATCH` at a
+        time."""
         if self._chunks is None:
             await self._start()
         decoder = self._decoder
         feed = decoder.feed
         sse = self._sse
         out: list[StreamEvent] = []
-        while not out:
+        while True:
+            pending = self._pending
+            position = self._pending_at
+            count = len(pending)
+            if self._batch == 1:  # the first events: one at a time until one gives something
+                while position < count and not out:
+                    event = pending[position]
+                    position += 1
+                    if decoder.finished:
+                        self._after_end()
+                    out = feed(event.data, event.event)
+            else:
+                stop = position + self._batch
+                for event in pending[position:stop] if position or stop < count else pending:
+                    if decoder.finished:
+                        self._after_end()
+                    out += feed(event.data, event.event)
+                position = min(stop, count)
+            self._pending_at = position
+            if decoder.finished:
+                await self._finish(position < count)
+                return out
+            if out:
+                self._batch = _BATCH
+                return out
+            if position < count:  # a batch of events that make nothing (pings): read on in what arrived
+                continue
             chunk = await self._next_chunk()
             if chunk is None:  # the body ended
                 for event in sse.close():
@@ -243,15 +280,8 @@ class EventStream:
             now = time.monotonic()
             if events:
                 self._last = now
-                for event in events:
-                    if decoder.finished:
-                        self._after_end()
-                    out.extend(feed(event.data, event.event))
-                if decoder.finished:
-                    await self._drain()
-                    self._done = True
-                    await self._release()
-                    return out
+                self._pending = events
+                self._pending_at = 0
             transport = self._transport
             if transport.stream_timeout is not None and now > self._deadline:
                 raise TransportError(
@@ -260,7 +290,15 @@ class EventStream:
             idle = transport.stream_idle_timeout
             if idle is not None and not events and now - self._last > idle:
                 raise TransportError(f"the stream sent no event for {idle:g} s", provider=self._provider)
-        return out
+
+    async def _finish(self, more: bool) -> None:
+        """The end event came: anything after it fails the stream; the rest of the body is read, the response
+        released."""
+        if more:
+            self._after_end()
+        await self._drain()
+        self._done = True
+        await self._release()
 
     async def _start(self) -> None:
         call, warnings = self._prepare()
