@@ -192,3 +192,36 @@ def test_estimate_request_from_a_chat_request() -> None:
     # input: reply 3 + system (4 + 2) + user (4 + 10) = 23 tokens at the cache-write price 2.5; output 100 at 10
     assert est.input_tokens == 23
     assert est.total == Decimal("0.0010575")  # 23 * 2.5 / 1e6 + 100 * 10 / 1e6
+
+
+@pytest.mark.parametrize("model", ["gpt-5-nano", "gemini-3.5-flash-lite", "gemini-3-pro"])
+def test_the_models_the_seeds_run_are_priced_so_a_spend_cap_lets_them_through(model: str) -> None:
+    import anyio
+
+    from onellm import Runtime
+    from onellm.instances import MemoryInstanceStore
+    from onellm.testing import ScriptedProvider, ScriptStep
+
+    resolved = SHIPPED.resolve(model)
+    assert resolved.name == model  # listed, not matched by a pattern
+    assert CostEstimator(resolved).estimate(1000).total is not None
+    scripted = ScriptedProvider(resolved.provider).enqueue(ScriptStep.text_with_usage("ok", 10, 2))
+    runtime = Runtime(store=MemoryInstanceStore(), spend_cap=Decimal("5"), environ={})
+    runtime.providers.set(resolved.provider, scripted)
+    result = anyio.run(lambda: runtime.generate(model, "hi"))
+    assert result.text == "ok"
+    assert result.cost.priced
+    assert result.cost.total > 0
+
+
+def test_a_model_without_a_price_is_still_refused_under_a_spend_cap() -> None:
+    import anyio
+
+    from onellm import Runtime
+    from onellm.instances import MemoryInstanceStore
+    from onellm.testing import ScriptedProvider
+
+    runtime = Runtime(store=MemoryInstanceStore(), spend_cap=Decimal("5"), environ={})
+    runtime.providers.set("openai", ScriptedProvider("openai"))
+    with pytest.raises(BudgetExceededError, match="cannot be checked"):
+        anyio.run(lambda: runtime.generate("gpt-9", "hi"))

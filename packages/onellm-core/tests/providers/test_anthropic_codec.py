@@ -14,7 +14,7 @@ import msgspec
 import pytest
 
 import onellm.errors
-from onellm.catalog import Catalog
+from onellm.catalog import Catalog, ModelProfile
 from onellm.clock import FakeClock
 from onellm.messages import (
     AssetPart,
@@ -67,7 +67,7 @@ def streamed(name: str) -> ChatResponse:
 def next_turn_body(message: Message, **options: Any) -> dict[str, Any]:
     """The body of the request that continues after `message`, as a runtime sends it."""
     history = [Message(user=[TextPart("first question")]), message, Message(user=[TextPart("go on")])]
-    return encode_messages_request(ChatRequest("claude-sonnet-5-5", history, **options), max_tokens=1000)
+    return encode_messages_request(ChatRequest("claude-sonnet-5-5", history, **options), max_tokens=1000)[0]
 
 
 def plain(value: Any) -> Any:
@@ -125,7 +125,7 @@ def test_cache_breakpoint_skips_a_trailing_thinking_block() -> None:
     message = Message(
         user=[TextPart("q")], assistant=[TextPart("a"), ReasoningPart("t", "anthropic", None, thinking)], cache=True
     )
-    body = encode_messages_request(ChatRequest("m", [message]), max_tokens=10)
+    body, _ = encode_messages_request(ChatRequest("m", [message]), max_tokens=10)
     user, assistant = body["messages"]
     assert assistant["content"][0] == {"type": "text", "text": "a", "cache_control": {"type": "ephemeral"}}
     assert "cache_control" not in assistant["content"][1]
@@ -136,7 +136,7 @@ def test_cache_breakpoint_lands_on_the_last_tool_result() -> None:
     call = ToolCall(id="t1", tool="f", inputs={}, result=[TextPart("r")])
     message = Message(user=[TextPart("q")], tool_calls=[call], cache=True)
     request = ChatRequest("m", [message], cache=CacheOptions(ttl=dt.timedelta(minutes=5)))
-    body = encode_messages_request(request, max_tokens=10)
+    body, _ = encode_messages_request(request, max_tokens=10)
     assert body["messages"][-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
     assert body["cache_control"] == {"type": "ephemeral"}
 
@@ -144,34 +144,35 @@ def test_cache_breakpoint_lands_on_the_last_tool_result() -> None:
 def test_caching_turned_off_sends_no_breakpoint_and_a_key_is_reported() -> None:
     message = Message(user=[TextPart("q")], cache=True)
     request = ChatRequest("m", [message], cache=CacheOptions(enabled=False, key="k"))
-    body = encode_messages_request(request, max_tokens=10)
+    body, warnings = encode_messages_request(request, max_tokens=10)
     assert "cache_control" not in str(body)
-    assert [w.detail for w in request.warnings] == [{"parameter": "cache.key"}]
+    assert [w.detail for w in warnings] == [{"parameter": "cache.key"}]
+    assert request.warnings == []  # the request is not changed
 
 
 def test_sampling_parameters_are_kept_before_the_cutoff_version() -> None:
     request = ChatRequest("m", [], temperature=0.5, top_p=0.9, extra_parameters={"top_k": 5})
-    body = encode_messages_request(request, max_tokens=10, api_version="2026-10-20")
+    body, warnings = encode_messages_request(request, max_tokens=10, api_version="2026-10-20")
     assert (body["temperature"], body["top_p"], body["top_k"]) == (0.5, 0.9, 5)
-    assert request.warnings == []
+    assert warnings == []
 
 
 def test_sampling_parameters_are_stripped_from_the_cutoff_version_on() -> None:
     request = ChatRequest("m", [], temperature=0.5, extra_parameters={"top_k": 5})
-    body = encode_messages_request(request, max_tokens=10, api_version="2027-01-01")
+    body, warnings = encode_messages_request(request, max_tokens=10, api_version="2027-01-01")
     assert "temperature" not in body
     assert "top_k" not in body
-    assert {w.kind for w in request.warnings} == {"parameter_stripped"}
-    assert [w.detail["parameter"] for w in request.warnings if w.detail] == ["temperature", "top_k"]
+    assert {w.kind for w in warnings} == {"parameter_stripped"}
+    assert [w.detail["parameter"] for w in warnings if w.detail] == ["temperature", "top_k"]
 
 
 def test_a_strict_tool_that_cannot_be_strict_is_sent_without_strict_and_reported() -> None:
     schema = {"type": "object", "properties": {"tags": {"type": "object", "additionalProperties": {"type": "string"}}}}
     request = ChatRequest("m", [], tools=[ToolDefinition("tag", "", schema, strict=True)])
-    body = encode_messages_request(request, max_tokens=10)
+    body, warnings = encode_messages_request(request, max_tokens=10)
     assert body["tools"] == [{"name": "tag", "input_schema": schema}]
-    assert "strict mode" in request.warnings[0].message
-    assert "additionalProperties" in request.warnings[0].message
+    assert "strict mode" in warnings[0].message
+    assert "additionalProperties" in warnings[0].message
 
 
 def test_structured_output_uses_output_config_and_free_json_is_refused() -> None:
@@ -181,9 +182,10 @@ def test_structured_output_uses_output_config_and_free_json_is_refused() -> None
         "required": ["n"],
         "additionalProperties": False,
     }
-    body = encode_messages_request(
+    body, warnings = encode_messages_request(
         ChatRequest("m", [], response_format=ResponseFormat.json_schema(schema)), max_tokens=9
     )
+    assert warnings[0].kind == "parameter_stripped"
     assert body["output_config"]["format"]["type"] == "json_schema"
     assert "minimum" not in str(body["output_config"]["format"]["schema"])
     with pytest.raises(onellm.errors.UnsupportedParameterError):
@@ -200,7 +202,7 @@ def test_hosted_tool_types_get_a_version_and_a_name() -> None:
             HostedToolDefinition("web_search", name="search", options={"max_uses": 2}),
         ],
     )
-    tools = encode_messages_request(request, max_tokens=9)["tools"]
+    tools = encode_messages_request(request, max_tokens=9)[0]["tools"]
     assert tools == [
         {"type": "web_fetch_20250910", "name": "web_fetch"},
         {"type": "code_execution_20260120", "name": "code_execution"},
@@ -217,7 +219,7 @@ def test_audio_is_refused_with_the_part_path() -> None:
 def test_a_tool_result_with_an_image_is_sent_as_blocks() -> None:
     image = AssetPart(content_type="image/png", data=b"\x89PNG")
     call = ToolCall(id="t1", tool="shot", inputs={}, result=[TextPart("here"), image])
-    body = encode_messages_request(ChatRequest("m", [Message(tool_calls=[call])]), max_tokens=9)
+    body, _ = encode_messages_request(ChatRequest("m", [Message(tool_calls=[call])]), max_tokens=9)
     result = body["messages"][-1]["content"][0]
     assert result["content"] == [
         {"type": "text", "text": "here"},
@@ -285,28 +287,42 @@ def test_betas_are_sent_as_one_header() -> None:
     assert sent[0].headers["anthropic-beta"] == "files-api-2025-04-14,context-1m-2025-08-07"
 
 
-def test_max_tokens_comes_from_the_shipped_catalog_by_default() -> None:
+def test_max_tokens_comes_from_the_requests_profile() -> None:
     provider, sent = recording_provider(api_key=KEY)
-    response = ask(provider, "claude-haiku-5-5")
-    expected = SHIPPED.resolve("claude-haiku-5-5").entry.max_output_tokens
+    resolved = SHIPPED.resolve("claude-haiku-5-5")
+    request = ChatRequest(resolved.name, [Message(user=[TextPart("hi")])], profile=resolved.profile)
+    response = anyio.run(provider.send, request)
+    expected = resolved.entry.max_output_tokens
+    assert expected is not None
     assert msgspec.json.decode(sent[0].content)["max_tokens"] == expected
     assert response.warnings == []
 
 
-def test_without_a_catalog_max_tokens_falls_back_with_a_warning() -> None:
-    provider, sent = recording_provider(api_key=KEY, catalog=False)
-    response = ask(provider)
+def test_the_profile_wins_over_what_the_shipped_catalog_says() -> None:
+    """A provider never looks the model up again: a profile from another catalog (a user layer) is what counts."""
+    provider, sent = recording_provider(api_key=KEY)
+    profile = ModelProfile(model="anthropic:claude-haiku-5-5", max_output_tokens=777)
+    anyio.run(provider.send, ChatRequest("claude-haiku-5-5", [Message(user=[TextPart("hi")])], profile=profile))
+    assert msgspec.json.decode(sent[0].content)["max_tokens"] == 777
+
+
+def test_without_a_profile_max_tokens_falls_back_with_a_warning() -> None:
+    provider, sent = recording_provider(api_key=KEY)
+    request = ChatRequest("claude-sonnet-5-5", [Message(user=[TextPart("hi")])])
+    response = anyio.run(provider.send, request)
     assert msgspec.json.decode(sent[0].content)["max_tokens"] == 4096
     assert [w.kind for w in response.warnings] == ["parameter_defaulted"]
+    assert request.warnings == []  # the notice is the response's; the request is not changed
 
 
-def test_from_resolved_takes_the_catalog_entry(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_from_resolved_takes_the_base_url_and_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-env-key")
     monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
     resolved = SHIPPED.resolve("claude-sonnet")
     provider = AnthropicProvider.from_resolved(resolved)
     assert provider.base_url == "https://api.anthropic.com"
-    assert provider.max_tokens == resolved.entry.max_output_tokens
+    assert provider.secrets == (onellm.errors.Secret("sk-env-key"),)
+    assert provider.max_tokens is None  # per-model limits travel with each request
 
 
 def test_a_batch_id_that_would_change_the_path_is_refused() -> None:
@@ -398,7 +414,8 @@ def test_stop_details_and_the_container_are_kept_beside_the_message() -> None:
 def test_media_in_an_assistant_turn_is_left_out_with_a_warning() -> None:
     message = Message(assistant=[TextPart("Here it is."), AssetPart(content_type="image/png", data=b"\x89PNG")])
     request = ChatRequest("m", [Message(user=[TextPart("draw")]), message, Message(user=[TextPart("thanks")])])
-    body = encode_messages_request(request, max_tokens=9)
+    body, warnings = encode_messages_request(request, max_tokens=9)
     assert body["messages"][1] == {"role": "assistant", "content": "Here it is."}
-    assert [w.kind for w in request.warnings] == ["content_omitted"]
-    assert "messages[1]" in request.warnings[0].message
+    assert [w.kind for w in warnings] == ["content_omitted"]
+    assert "messages[1]" in warnings[0].message
+    assert request.warnings == []

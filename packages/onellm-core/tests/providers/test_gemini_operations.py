@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import onellm.errors
-from onellm.catalog import Catalog
+from onellm.catalog import Catalog, ModelProfile
 from onellm.clock import FakeClock
 from onellm.messages import Message, TextPart
 from onellm.providers._protocols import EmbeddingRequest
@@ -179,22 +179,22 @@ def test_the_base_url_variable_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
     assert str(sent.url) == "http://127.0.0.1:9/proxy/v1beta/models/gemini-flash:generateContent"
 
 
-def test_settings_come_from_the_catalog_unless_given() -> None:
-    catalog = Catalog.shipped()
-    gemini = GeminiProvider(api_key="k", catalog=catalog)
-    assert gemini._settings("gemini-flash") == ("responseJsonSchema", "auto")
-    assert GeminiProvider(api_key="k", catalog=catalog, schema_form="responseSchema", thinking="levels")._settings(
-        "gemini-flash"
-    ) == ("responseSchema", "levels")
-    assert GeminiProvider(api_key="k", catalog=catalog)._settings("not-a-listed-model-at-all") == (
-        "responseJsonSchema",
-        "auto",
-    )
+def _for(model: str, profile: ModelProfile | None = None) -> ChatRequest:
+    return ChatRequest(model=model, messages=[], profile=profile)
+
+
+def test_settings_come_from_the_profile_unless_given() -> None:
+    flash = Catalog.shipped().resolve("gemini-flash")
+    gemini = GeminiProvider(api_key="k")
+    assert gemini._settings(_for(flash.name, flash.profile)) == ("responseJsonSchema", "auto")
+    forced = GeminiProvider(api_key="k", schema_form="responseSchema", thinking="levels")
+    assert forced._settings(_for(flash.name, flash.profile)) == ("responseSchema", "levels")
+    assert gemini._settings(_for("not-a-listed-model-at-all")) == ("responseJsonSchema", "auto")
     with pytest.raises(ValueError, match="schema_form"):
         GeminiProvider(api_key="k", schema_form="openapi")
 
 
-def test_a_catalog_entry_chooses_the_schema_form_and_thinking_style() -> None:
+def test_a_catalog_entry_chooses_the_schema_form_and_thinking_style_through_its_profile() -> None:
     catalog = Catalog.shipped().with_overrides(
         {
             "name": "gemini",
@@ -209,15 +209,25 @@ def test_a_catalog_entry_chooses_the_schema_form_and_thinking_style() -> None:
             ],
         }
     )
-    gemini = GeminiProvider(api_key="k", catalog=catalog)
-    assert gemini._settings("gemini-budget-x") == ("responseSchema", "budget")
-    assert gemini._settings("gemini-levels-x") == ("responseJsonSchema", "levels")
-    assert GeminiProvider(api_key="k", catalog=False)._settings("gemini-budget-x") == ("responseJsonSchema", "auto")
-    assert GeminiProvider(api_key="k")._settings("gemini-budget-x") == ("responseJsonSchema", "auto")  # shipped
-    request = ChatRequest(model="gemini-levels-x", messages=[], reasoning=ReasoningOptions(effort="high"))
-    assert gemini._body(request)["generationConfig"] == {"thinkingConfig": {"thinkingLevel": "HIGH"}}
-    request = ChatRequest(model="gemini-budget-x", messages=[], reasoning=ReasoningOptions(effort="disabled"))
-    assert gemini._body(request)["generationConfig"] == {"thinkingConfig": {"thinkingBudget": 0}}
+    budget, levels = catalog.resolve("gemini-budget-x").profile, catalog.resolve("gemini-levels-x").profile
+    assert (budget.schema_form, budget.thinking, levels.schema_form, levels.thinking) == (
+        "responseSchema",
+        "budget",
+        None,
+        "levels",
+    )
+    gemini = GeminiProvider(api_key="k")
+    assert gemini._settings(_for("gemini-budget-x", budget)) == ("responseSchema", "budget")
+    assert gemini._settings(_for("gemini-levels-x", levels)) == ("responseJsonSchema", "levels")
+    assert gemini._settings(_for("gemini-budget-x")) == ("responseJsonSchema", "auto")  # no profile: the defaults
+    request = ChatRequest(
+        model="gemini-levels-x", messages=[], reasoning=ReasoningOptions(effort="high"), profile=levels
+    )
+    assert gemini._body(request)[0]["generationConfig"] == {"thinkingConfig": {"thinkingLevel": "HIGH"}}
+    request = ChatRequest(
+        model="gemini-budget-x", messages=[], reasoning=ReasoningOptions(effort="disabled"), profile=budget
+    )
+    assert gemini._body(request)[0]["generationConfig"] == {"thinkingConfig": {"thinkingBudget": 0}}
 
 
 @pytest.mark.parametrize(
@@ -241,9 +251,10 @@ def test_a_catalog_entry_chooses_the_schema_form_and_thinking_style() -> None:
 )
 def test_effort_mapping(style: str, options: ReasoningOptions, expected: dict[str, Any] | None, warned: bool) -> None:
     request = ChatRequest(model="m", messages=[], reasoning=options)
-    body = encode_request(request, thinking=style)
+    body, warnings = encode_request(request, thinking=style)
     assert body.get("generationConfig", {}).get("thinkingConfig") == expected
-    assert bool(request.warnings) == warned
+    assert bool(warnings) == warned
+    assert request.warnings == []
 
 
 def test_an_unknown_hosted_tool_is_refused() -> None:
@@ -277,7 +288,7 @@ def test_an_answer_replays_as_the_model_content_it_came_from() -> None:
     message = decode_generate_content(msgspec.json.encode(answer)).message
     assert [c.id for c in message.tool_calls] == ["gemini-call-r9-0", "given-id"]
     round_tripped = Message.from_data(message.to_data())
-    body = encode_request(ChatRequest(model="m", messages=[round_tripped]))
+    body, _ = encode_request(ChatRequest(model="m", messages=[round_tripped]))
     assert body["contents"] == [{"role": "model", "parts": parts}]
 
 
@@ -289,7 +300,7 @@ def test_results_go_back_in_call_order_with_errors_marked() -> None:
             {"id": "gemini-call-r-1", "tool": "b", "inputs": {"x": 1}, "result": [{"text": "boom"}], "isError": True},
         ],
     }
-    body = encode_request(ChatRequest(model="m", messages=[Message.from_data(data)]))
+    body, _ = encode_request(ChatRequest(model="m", messages=[Message.from_data(data)]))
     assert body["contents"][2] == {
         "role": "user",
         "parts": [
@@ -310,7 +321,7 @@ def test_an_image_in_a_tool_result_goes_as_a_function_response_part() -> None:
             }
         ],
     }
-    body = encode_request(ChatRequest(model="m", messages=[Message.from_data(data)]))
+    body, _ = encode_request(ChatRequest(model="m", messages=[Message.from_data(data)]))
     assert body["contents"][1]["parts"] == [
         {
             "functionResponse": {
@@ -336,7 +347,7 @@ def test_other_providers_reasoning_is_not_sent() -> None:
         "reasoning": [{"reasoning": "hidden", "provider": "anthropic", "data": {"signature": "x"}}],
         "assistant": [{"text": "hi"}],
     }
-    body = encode_request(ChatRequest(model="m", messages=[Message.from_data(data)]))
+    body, _ = encode_request(ChatRequest(model="m", messages=[Message.from_data(data)]))
     assert body["contents"] == [{"role": "model", "parts": [{"text": "hi"}]}]
 
 

@@ -253,5 +253,5 @@ def test_any_option_mix_uses_only_proto_fields(
         reasoning=ReasoningOptions(effort=effort, summary=summary),
         service_tier=tier,
     )
-    body = encode_request(request, schema_form=form, thinking=thinking)
+    body, _ = encode_request(request, schema_form=form, thinking=thinking)
     assert unknown_fields(body, f"{PACKAGE}.GenerateContentRequest") == []

@@ -19,7 +19,8 @@ from onellm.errors import (
     TransportError,
 )
 from onellm.providers import RetryPolicy
-from onellm.providers._http import HttpCall, HttpTransport, base_url, default_error_detail
+from onellm.providers._base import pick_base_url
+from onellm.providers._http import HttpCall, HttpTransport, default_error_detail
 
 KEY = Secret("sk-test-secret-0123456789")
 
@@ -183,14 +184,13 @@ def test_default_error_detail_declines_other_bodies(body: bytes) -> None:
     assert default_error_detail(body) is None
 
 
-def test_base_url_order(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    assert base_url("https://api.openai.com/v1/", variable="OPENAI_BASE_URL") == "https://api.openai.com/v1"
-    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9999/v1")
-    assert base_url("https://api.openai.com/v1", variable="OPENAI_BASE_URL") == "http://127.0.0.1:9999/v1"
-    assert (
-        base_url("https://x", variable="OPENAI_BASE_URL", configured="https://gw.example/v1") == "https://gw.example/v1"
-    )
+def test_base_url_order() -> None:
+    default = "https://api.openai.com/v1/"
+    assert pick_base_url(None, "OPENAI_BASE_URL", default, {}) == "https://api.openai.com/v1"
+    environ = {"OPENAI_BASE_URL": "http://127.0.0.1:9999/v1"}
+    assert pick_base_url(None, "OPENAI_BASE_URL", default, environ) == "http://127.0.0.1:9999/v1"
+    assert pick_base_url("", "OPENAI_BASE_URL", default, {"OPENAI_BASE_URL": ""}) == "https://api.openai.com/v1"
+    assert pick_base_url("https://gw.example/v1", "OPENAI_BASE_URL", default, environ) == "https://gw.example/v1"
 
 
 @pytest.fixture

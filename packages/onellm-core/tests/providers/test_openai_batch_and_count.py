@@ -14,7 +14,7 @@ from onellm.clock import FakeClock
 from onellm.errors import MalformedResponseError, ProviderError
 from onellm.messages import Message, TextPart
 from onellm.providers._request import ChatRequest
-from onellm.providers.openai import OpenAIProvider
+from onellm.providers.openai import OpenAICompatibleProvider, OpenAIProvider
 
 BATCH = {
     "id": "batch_abc123",
@@ -191,4 +191,131 @@ def test_a_missing_key_fails_before_anything_is_sent(monkeypatch: pytest.MonkeyP
     bare = OpenAIProvider(http_client=httpx.AsyncClient(transport=httpx.MockTransport(api)), clock=FakeClock())
     with pytest.raises(AuthError, match="OPENAI_API_KEY"):
         anyio.run(bare.send, requests()[0])
+    assert api.seen == []
+
+
+# -- the same Batch API on an OpenAI-compatible server -----------------------------------------------------------
+
+
+def completion(text: str, cid: str) -> dict[str, Any]:
+    """A `CreateChatCompletionResponse` as a batch output line's body holds it."""
+    return {
+        "id": cid,
+        "object": "chat.completion",
+        "created": 1711471533,
+        "model": "llama-3.3-70b",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop", "logprobs": None}
+        ],
+        "usage": {"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11},
+    }
+
+
+def compatible(api: Api, **options: Any) -> OpenAICompatibleProvider:
+    return OpenAICompatibleProvider(
+        base_url="https://api.groq.com/openai/v1",
+        api_key="gsk-test",
+        name="groq",
+        http_client=httpx.AsyncClient(transport=httpx.MockTransport(CompatibleApi(api))),
+        clock=FakeClock(),
+        **options,
+    )
+
+
+class CompatibleApi:
+    """The same routes under a compatible server's base path (`/openai/v1`)."""
+
+    def __init__(self, api: Api) -> None:
+        self.api = api
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        assert request.url.path.startswith("/openai/v1/")
+        assert request.headers["authorization"] == "Bearer gsk-test"
+        moved = httpx.Request(
+            request.method,
+            request.url.copy_with(path=request.url.path.removeprefix("/openai")),
+            headers=request.headers,
+            content=request.content,
+        )
+        return self.api(moved)
+
+
+def test_a_compatible_server_takes_batches_of_chat_completions() -> None:
+    batch = {**BATCH, "endpoint": "/v1/chat/completions"}
+    rows = [
+        {
+            "id": "batch_req_2",
+            "custom_id": "request-1",
+            "response": {"status_code": 200, "request_id": "r2", "body": completion("two", "c2")},
+            "error": None,
+        },
+        {
+            "id": "batch_req_1",
+            "custom_id": "request-0",
+            "response": {"status_code": 200, "request_id": "r1", "body": completion("one", "c1")},
+            "error": None,
+        },
+    ]
+    api = Api(batch, output_file(rows))
+    server = compatible(api)
+    chats = [
+        ChatRequest(model="llama-3.3-70b", messages=[Message(user=[TextPart(text="one")])], max_output_tokens=5),
+        ChatRequest(model="llama-3.3-70b", messages=[Message(user=[TextPart(text="two")])]),
+    ]
+
+    async def run() -> tuple[str, dict[str, Any], list[Any]]:
+        batch_id = await server.submit_batch(chats)
+        return batch_id, await server.get_batch(batch_id), await server.batch_results(batch_id)
+
+    batch_id, status, results = anyio.run(run)
+    assert (batch_id, status["endpoint"]) == ("batch_abc123", "/v1/chat/completions")
+    upload, create = api.seen[:2]
+    start = upload.content.index(b"application/jsonl\r\n\r\n") + len(b"application/jsonl\r\n\r\n")
+    lines = [json.loads(line) for line in upload.content[start:].split(b"\r\n--")[0].decode().splitlines()]
+    assert lines == [
+        {
+            "custom_id": "request-0",
+            "method": "POST",
+            "url": "/v1/chat/completions",
+            "body": {
+                "model": "llama-3.3-70b",
+                "messages": [{"role": "user", "content": "one"}],
+                "max_tokens": 5,
+            },
+        },
+        {
+            "custom_id": "request-1",
+            "method": "POST",
+            "url": "/v1/chat/completions",
+            "body": {"model": "llama-3.3-70b", "messages": [{"role": "user", "content": "two"}]},
+        },
+    ]
+    assert json.loads(create.content) == {
+        "input_file_id": "file-abc123",
+        "endpoint": "/v1/chat/completions",
+        "completion_window": "24h",
+    }
+    assert [r.message.text for r in results] == ["one", "two"]
+    assert [r.usage.input_tokens for r in results if r.usage] == [9, 9]
+
+
+def test_a_compatible_batch_with_a_failed_request_fails_naming_it() -> None:
+    batch = {**BATCH, "endpoint": "/v1/chat/completions"}
+    rows = [
+        {
+            "custom_id": "request-0",
+            "response": {"status_code": 400, "body": {"error": {"message": "model not found"}}},
+            "error": None,
+        }
+    ]
+    server = compatible(Api({**batch, "request_counts": {"total": 1, "completed": 1, "failed": 0}}, output_file(rows)))
+    with pytest.raises(ProviderError, match="request-0 failed: model not found"):
+        anyio.run(server.batch_results, "batch_abc123")
+
+
+@pytest.mark.parametrize("bad", ["../files", "a/b", "x?y", "", "..", "id#frag", "a%2Fb"])
+def test_a_batch_id_that_would_change_the_path_is_refused(bad: str) -> None:
+    api = Api(BATCH, b"")
+    with pytest.raises(ValueError, match="not a batch id"):
+        anyio.run(compatible(api).get_batch, bad)
     assert api.seen == []

@@ -151,3 +151,19 @@ def test_arbitrary_bytes_end_in_events_or_a_typed_error(stream: bytes, cuts: lis
             whole(stream)
         return
     assert chunked == whole(stream)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(STREAMS), st.data())
+def test_any_mix_of_line_ends_in_any_chunking_gives_the_same_events(stream: bytes, data: st.DataObject) -> None:
+    """LF, CRLF and a lone CR each end a line: a stream written with any of them, split anywhere (a CRLF split
+    between two chunks included), gives the events of the same stream written with LF."""
+    lines = stream.replace(b"\r\n", b"\n").split(b"\n")
+    ends = data.draw(st.lists(st.sampled_from([b"\n", b"\r\n", b"\r"]), min_size=len(lines), max_size=len(lines)))
+    for i in range(len(ends) - 1):  # a CR before an empty line that ends in LF would be one CRLF, not two ends
+        if ends[i] == b"\r" and not lines[i + 1] and ends[i + 1].startswith(b"\n"):
+            ends[i] = b"\r\n"
+    mixed = b"".join(line + end for line, end in zip(lines[:-1], ends, strict=False)) + lines[-1]
+    cuts = sorted(set(data.draw(st.lists(st.integers(0, len(mixed)), max_size=20))))
+    chunks = [mixed[a:b] for a, b in zip([0, *cuts], [*cuts, len(mixed)], strict=True)]
+    assert list(iter_sse(chunks)) == whole(stream.replace(b"\r\n", b"\n"))

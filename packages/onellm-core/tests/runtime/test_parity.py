@@ -104,6 +104,9 @@ def test_async_and_sync_forms_agree(name: str, tmp_path: Path) -> None:
 
 
 def test_an_interrupt_reaches_the_caller_and_the_loop_survives() -> None:
+    import signal
+    import threading
+
     from onellm.runtime._sync import drive
 
     async def interrupted() -> None:
@@ -117,14 +120,17 @@ def test_an_interrupt_reaches_the_caller_and_the_loop_survives() -> None:
     assert drive(fine(), "ask") == "ok"
 
     cleaned: list[str] = []
+    main = threading.main_thread().ident
+    assert main == threading.get_ident()
 
-    def ctrl_c() -> None:
-        raise KeyboardInterrupt
+    def ctrl_c() -> None:  # Ctrl-C: SIGINT to the main thread, which waits for the call
+        assert main is not None
+        signal.pthread_kill(main, signal.SIGINT)
 
     async def long_call() -> None:
         import asyncio
 
-        asyncio.get_running_loop().call_later(0.01, ctrl_c)
+        asyncio.get_running_loop().call_later(0.05, ctrl_c)
         try:
             await anyio.sleep(10)
         finally:

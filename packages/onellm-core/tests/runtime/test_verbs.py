@@ -433,7 +433,8 @@ async def test_closing_the_runtime_closes_the_providers_it_created() -> None:
     async with Runtime(environ={"OPENAI_API_KEY": "sk-test"}) as runtime:
         runtime.providers.set("anthropic", scripted)
         _, created = runtime.services.route("gpt-6-luna")
+        client = created._transport.client
         assert "openai" in runtime.providers
     assert "openai" not in runtime.providers
     assert runtime.providers.get("anthropic") is scripted
-    assert created._transport._client.is_closed
+    assert client.is_closed

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from onellm.catalog._catalog import Catalog, CatalogLayer, ResolvedModel, ValueOrigin, is_loopback_url
+    from onellm.catalog._profile import ModelProfile
     from onellm.catalog.adjust import Adjustment, RequestAdjuster, RequestSettings
     from onellm.catalog.counting import (
         LocalTokenizer,
@@ -33,6 +34,7 @@ _LAZY = {
     "ResolvedModel": "onellm.catalog._catalog",
     "ValueOrigin": "onellm.catalog._catalog",
     "is_loopback_url": "onellm.catalog._catalog",
+    "ModelProfile": "onellm.catalog._profile",
     "Adjustment": "onellm.catalog.adjust",
     "RequestAdjuster": "onellm.catalog.adjust",
     "RequestSettings": "onellm.catalog.adjust",
@@ -65,6 +67,7 @@ __all__ = [
     "CostEstimator",
     "LocalTokenizer",
     "ModelEntry",
+    "ModelProfile",
     "PresetEntry",
     "PriceTable",
     "ProviderEntry",

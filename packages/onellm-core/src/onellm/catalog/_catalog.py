@@ -18,6 +18,7 @@ from onellm.errors import BadDefinitionError, ModelNotFoundError
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from onellm.catalog._profile import ModelProfile
     from onellm.messages import Cost, Usage
 
 __all__ = ["Catalog", "CatalogLayer", "ResolvedModel", "ValueOrigin"]
@@ -303,6 +304,14 @@ class ResolvedModel:
         if self.preset_entry is not None and self.preset_entry.capabilities is not None:
             return self.preset_entry.capabilities
         return self.provider_entry.capabilities
+
+    @cached_property
+    def profile(self) -> ModelProfile:
+        """What a provider needs to know about this model (limits, schema form, thinking style, base URL, key
+        variable, properties), built once; the runtime hands it to the provider with each request."""
+        from onellm.catalog._profile import ModelProfile
+
+        return ModelProfile.from_resolved(self)
 
     @property
     def local(self) -> bool:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from onellm.catalog import ModelProfile
     from onellm.messages import CallWarning, Message, Usage
 
 __all__ = [
@@ -136,7 +137,11 @@ class ChatRequest:
     extra_parameters: dict[str, Any] = field(default_factory=dict)
     """Top-level body fields sent as given, after everything else (they win over what the codec wrote)."""
     warnings: list[CallWarning] = field(default_factory=list)
-    """Notices gathered while the request was adjusted; the codec adds its own and hands all on to the response."""
+    """Notices gathered while the request was adjusted. A provider never adds to them: its codec's own notices come
+    back on the response (after these) or, for a stream, on the stream's `warnings`."""
+    profile: ModelProfile | None = None
+    """What the provider needs to know about the model (limits, schema form, thinking style, properties), from the
+    catalog entry the runtime resolved (`ResolvedModel.profile`); None: the provider's own defaults."""
 
 
 @dataclass(slots=True)

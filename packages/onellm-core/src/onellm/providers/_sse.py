@@ -1,7 +1,8 @@
 """An incremental server-sent events reader over bytes.
 
 Lines end in LF, CRLF or CR; a blank line dispatches the event; `:` starts a comment; several `data:` lines join with
-LF; `retry:` takes digits only; unknown fields are ignored (the WHATWG event-stream rules). Event data stays bytes, so a
+LF; `retry:` takes digits only; unknown fields are ignored; one byte-order mark at the very start is dropped (the
+WHATWG event-stream rules). Event data stays bytes, so a
 JSON payload is decoded by msgspec straight from the receive buffer without a detour through `str`.
 
 Two rules are stricter than a browser's, because a model's answer must not be silently cut short: a stream that ends
@@ -20,6 +21,7 @@ from onellm.errors import MalformedResponseError
 __all__ = ["DEFAULT_MAX_EVENT_BYTES", "SseDecoder", "SseEvent", "aiter_sse", "iter_sse"]
 
 DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
+_BOM = b"\xef\xbb\xbf"
 
 
 class SseEvent(msgspec.Struct, frozen=True):
@@ -34,14 +36,17 @@ class SseEvent(msgspec.Struct, frozen=True):
 class SseDecoder:
     """Feed bytes as they arrive, get the events they complete; `close()` at the end of the stream.
 
-    The decoder keeps only the unfinished line and the unfinished event, so memory is bounded by `max_event_bytes`.
+    Line ends are made LF first (CRLF and a lone CR both end a line, so no data can hold either), with a CR that ends a
+    chunk held back until the next byte says whether it began a CRLF; a byte-order mark that opens the stream is
+    dropped. The event reader then cuts whole events at blank lines. The decoder keeps only the unfinished event, so
+    memory is bounded by `max_event_bytes`.
     """
 
     __slots__ = (
         "_buffer",
-        "_cr_seen",
         "_data",
         "_event",
+        "_held_cr",
         "_id",
         "_last_id",
         "_max",
@@ -50,11 +55,13 @@ class SseDecoder:
         "_provider",
         "_retry",
         "_size",
+        "_started",
     )
 
     def __init__(self, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, provider: str | None = None) -> None:
         self._buffer = b""
-        self._cr_seen = False
+        self._held_cr = False
+        self._started = False
         self._data: list[bytes] = []
         self._event: str | None = None
         self._id: str | None = None
@@ -74,46 +81,66 @@ class SseDecoder:
     def feed(self, chunk: bytes) -> list[SseEvent]:
         if not chunk:
             return []
+        if not self._started:
+            chunk = self._opening(chunk)
+            if not chunk:
+                return []
+        if self._held_cr:
+            self._held_cr = False
+            chunk = b"\n" + (chunk[1:] if chunk[0] == 10 else chunk)
+        if b"\r" in chunk:
+            if chunk[-1] == 13:  # perhaps the first half of a CRLF: decided by the next byte
+                self._held_cr = True
+                chunk = chunk[:-1]
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         buffer = self._buffer + chunk if self._buffer else chunk
         events: list[SseEvent] = []
-        if not self._cr_seen and b"\r" in chunk:
-            self._cr_seen = True
-        position = self._lines_lf(buffer, events) if not self._cr_seen else self._lines_any(buffer, events, final=False)
+        position = self._lines_lf(buffer, events)
         rest = buffer[position:]
-        if len(rest) + self._size > self._max:
+        if len(rest) > self._max:
             self._too_large()
         self._buffer = rest
         return events
 
+    def _opening(self, chunk: bytes) -> bytes:
+        """The stream's first bytes: a UTF-8 byte-order mark is dropped (held until three bytes say whether it is
+        one)."""
+        buffer = self._buffer + chunk if self._buffer else chunk
+        if len(buffer) < 3 and _BOM.startswith(buffer):
+            self._buffer = buffer
+            return b""
+        self._buffer = b""
+        self._started = True
+        return buffer[3:] if buffer.startswith(_BOM) else buffer
+
     def close(self) -> list[SseEvent]:
         """End of stream: a line without its terminator still counts, but an event never closed by a blank line fails."""
         events: list[SseEvent] = []
-        if self._buffer:
-            buffer, self._buffer = self._buffer, b""
-            position = self._lines_any(buffer, events, final=True)
-            if position < len(buffer):
-                self._line(buffer[position:], events)
+        buffer, self._buffer = self._buffer, b""
+        if not self._started:
+            self._started = True
+            if buffer == _BOM[: len(buffer)]:
+                buffer = b""
+        if self._held_cr:
+            self._held_cr = False
+            buffer += b"\n"
+        if buffer:
+            lines = buffer.split(b"\n")
+            for line in lines[:-1]:
+                self._line(line, events)
+            if lines[-1]:
+                self._line(lines[-1], events)
         if self._pending:
             self._reset()
             raise MalformedResponseError("the event stream ended inside an event", provider=self._provider)
         return events
 
-    # -- line splitting -------------------------------------------------------------------------------------------
+    # -- events ---------------------------------------------------------------------------------------------------
 
     def _lines_lf(self, buffer: bytes, events: list[SseEvent]) -> int:
-        """Lines end in LF only (so far): cut the buffer into whole events at blank lines and keep the unfinished
-        last one for the next chunk. The common shapes (`data: ...` alone, or one `event: ...` line before it) are
-        dispatched without going line by line."""
-        if self._pending:  # an event begun in line-by-line reading; finish it that way
-            position = 0
-            find = buffer.find
-            while self._pending:
-                end = find(b"\n", position)
-                if end < 0:
-                    return position
-                self._line(buffer[position:end], events)
-                position = end + 1
-            return position + self._lines_lf(buffer[position:], events)
+        """Cut the buffer into whole events at blank lines and keep the unfinished last one for the next chunk. The
+        common shapes (`data: ...` alone, or one `event: ...` line before it) are dispatched without going line by
+        line."""
         blocks = buffer.split(b"\n\n")
         rest = blocks.pop()
         append = events.append
@@ -139,25 +166,6 @@ class SseDecoder:
                 self._line(line, events)
             self._line(b"", events)
         return len(buffer) - len(rest)
-
-    def _lines_any(self, buffer: bytes, events: list[SseEvent], *, final: bool) -> int:
-        position = 0
-        size = len(buffer)
-        while position < size:
-            lf = buffer.find(b"\n", position)
-            limit = lf if lf >= 0 else size
-            cr = buffer.find(b"\r", position, limit)
-            if cr >= 0:
-                if cr + 1 == size and not final:
-                    return position  # a CR at the very end may be the first half of CRLF: wait for the next byte
-                self._line(buffer[position:cr], events)
-                position = cr + 2 if cr + 1 < size and buffer[cr + 1] == 10 else cr + 1
-            elif lf >= 0:
-                self._line(buffer[position:lf], events)
-                position = lf + 1
-            else:
-                return position
-        return position
 
     # -- fields ---------------------------------------------------------------------------------------------------
 

@@ -115,7 +115,7 @@ class ModelCall:
             messages = inline_assets(services.store, instance, messages)
         from onellm.catalog.adjust import RequestAdjuster
 
-        request = ChatRequest(model=model.name, messages=messages, system=system, **options)
+        request = ChatRequest(model=model.name, messages=messages, system=system, profile=model.profile, **options)
         self.request: ChatRequest = RequestAdjuster(model).adjust_request(request)
         self.raw: RawExchange | None = None
         if raw_turns or services.llm_turn_logs:
@@ -128,6 +128,7 @@ class ModelCall:
         """True once the call has started as a run (spend held, lease taken): from here on it ends saved."""
         self.span: CallObserver | None = None
         self.accumulator: MessageAccumulator | None = None
+        self.events: AsyncIterator[StreamEvent] | None = None
         self.started = 0.0
         self.key: str | None = None
 
@@ -212,13 +213,15 @@ class ModelCall:
             return cached
         self.accumulator = MessageAccumulator()
         stream: AsyncIterator[StreamEvent] = self.provider.stream(self.request)
+        self.events = stream
         return stream
 
     async def finish_stream(self) -> AskResult[Any]:
         """The result of a stream read to its end."""
         assert self.accumulator is not None
         try:
-            response = response_from(self.accumulator, self.request.warnings)
+            codec = getattr(self.events, "warnings", None) or []  # the provider's notices, once the stream is read
+            response = response_from(self.accumulator, [*self.request.warnings, *codec])
         except Exception as error:
             await self._failed(error)
             raise

@@ -2,7 +2,9 @@
 
 A ready provider is plugged in with `set(name, provider)`. Otherwise one is created on first use from the catalog:
 its protocol picks the factory, its base URL and key variable configure it. The key is read from the environment
-then, and a missing key is an `AuthError` naming the variable, raised before anything is sent.
+then, and a missing key is an `AuthError` naming the variable, raised before anything is sent. The providers the
+registry creates share its `ClientPool`: one HTTP client per event loop for all of them (or the client given to the
+registry), closed by `aclose()`.
 """
 
 from __future__ import annotations
@@ -16,7 +18,10 @@ from typing import TYPE_CHECKING, Any
 from onellm.errors import AuthError, CapabilityMissingError, Secret
 
 if TYPE_CHECKING:
+    import httpx
+
     from onellm.catalog import Catalog, ResolvedModel
+    from onellm.providers._http import ClientPool
 
 __all__ = ["ProviderFactory", "ProviderRegistry"]
 
@@ -24,22 +29,29 @@ ProviderFactory = Callable[["ResolvedModel", "Secret | None"], Any]
 """Builds a provider for a resolved model from its key (None when the catalog names no key variable)."""
 
 
-def _merged_properties(model: ResolvedModel) -> dict[str, Any]:
+def _server_properties(model: ResolvedModel) -> dict[str, Any]:
+    """The provider's and the preset's properties: a server's quirks, the same for every model it serves (each
+    request's profile adds the model's own)."""
     props = model.provider_entry.properties
     if model.preset_entry is not None:
         props.update(model.preset_entry.properties)
     return props
 
 
-def _openai(model: ResolvedModel, key: Secret | None, catalog: Catalog | None = None) -> Any:
+def _openai(model: ResolvedModel, key: Secret | None, pool: ClientPool, environ: Mapping[str, str]) -> Any:
     from onellm.providers.openai import OpenAIProvider
 
     return OpenAIProvider(
-        api_key=key, base_url=model.base_url, properties=_merged_properties(model), name=model.provider
+        api_key=key,
+        base_url=model.base_url,
+        properties=_server_properties(model),
+        name=model.provider,
+        http_client=pool,
+        environ=environ,
     )
 
 
-def _compatible(model: ResolvedModel, key: Secret | None, catalog: Catalog | None = None) -> Any:
+def _compatible(model: ResolvedModel, key: Secret | None, pool: ClientPool, environ: Mapping[str, str]) -> Any:
     from onellm.providers.openai import OpenAICompatibleProvider
 
     if not model.base_url:
@@ -48,12 +60,17 @@ def _compatible(model: ResolvedModel, key: Secret | None, catalog: Catalog | Non
             "to its preset or provider, or register a provider with runtime.providers.set(...)"
         )
     return OpenAICompatibleProvider(
-        base_url=model.base_url, api_key=key, name=model.preset or model.provider, properties=_merged_properties(model)
+        base_url=model.base_url,
+        api_key=key,
+        name=model.preset or model.provider,
+        properties=_server_properties(model),
+        http_client=pool,
+        environ=environ,
     )
 
 
 def _by_import(module: str, class_name: str, what: str) -> _BuiltinFactory:
-    def make(model: ResolvedModel, key: Secret | None, catalog: Catalog | None = None) -> Any:
+    def make(model: ResolvedModel, key: Secret | None, pool: ClientPool, environ: Mapping[str, str]) -> Any:
         try:
             cls = getattr(importlib.import_module(module), class_name)
         except (ImportError, AttributeError) as error:
@@ -61,20 +78,14 @@ def _by_import(module: str, class_name: str, what: str) -> _BuiltinFactory:
                 f"{model.qualified_name}: the {what} provider ({module}.{class_name}) is not available in this "
                 f"installation; register one with runtime.providers.set({model.provider!r}, provider)"
             ) from error
-        options: dict[str, Any] = {"api_key": key}
-        if model.base_url:
-            options["base_url"] = model.base_url
-        if catalog is not None:
-            # The provider looks up per-model facts (output limits, schema form, thinking style) as requests come;
-            # they must come from the catalog the model was resolved in, user layers included.
-            options["catalog"] = catalog
-        return cls(**options)
+        # Per-model facts (output limits, schema form, thinking style) travel with each request as its profile.
+        return cls(api_key=key, base_url=model.base_url, http_client=pool, environ=environ)
 
     return make
 
 
-# The built-in factories also take the catalog the model was resolved in.
-_BuiltinFactory = Callable[["ResolvedModel", "Secret | None", "Catalog | None"], Any]
+# The built-in factories also take the registry's client pool and environment.
+_BuiltinFactory = Callable[["ResolvedModel", "Secret | None", "ClientPool", "Mapping[str, str]"], Any]
 
 _BUILTIN: dict[str, _BuiltinFactory] = {
     "openai": _openai,
@@ -92,8 +103,12 @@ class ProviderRegistry:
     ```
     """
 
-    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, environ: Mapping[str, str] | None = None, *, http_client: httpx.AsyncClient | None = None
+    ) -> None:
         self._providers: dict[str, Any] = {}
+        self._http_client = http_client
+        self._pool: ClientPool | None = None
         self._factories: dict[str, ProviderFactory] = {}  # set by the host; they come before the built-in ones
         self._environ = environ
         self._lock = threading.Lock()
@@ -142,9 +157,19 @@ class ProviderRegistry:
         protocol = model.provider_entry.protocol
         return providers.get(protocol) if protocol else None
 
+    @property
+    def pool(self) -> ClientPool:
+        """The HTTP clients the providers this registry creates share: one per event loop, or the client given."""
+        with self._lock:
+            if self._pool is None:
+                from onellm.providers._http import ClientPool
+
+                self._pool = ClientPool(self._http_client)
+            return self._pool
+
     def for_model(self, model: ResolvedModel, catalog: Catalog | None = None) -> Any:
-        """The provider that serves `model`, created on first use from the catalog (`catalog`, the one `model` was
-        resolved in, is handed to the built-in providers, which read per-model limits and settings from it).
+        """The provider that serves `model`, created on first use from the catalog. Per-model facts do not come from
+        here: each request carries its model's profile (`ResolvedModel.profile`), so `catalog` is not needed.
 
         Raises:
             AuthError: the catalog names a key variable that is not set (the message names it).
@@ -163,13 +188,15 @@ class ProviderRegistry:
                 f"runtime.providers.set({name!r}, provider)"
             )
         variable = model.api_key_env_var
+        environ = self._environment()
         key: Secret | None = None
         if variable:
-            value = self._environment().get(variable)
-            if value:
-                key = Secret(value)
-            elif not model.local:
+            from onellm.providers._base import read_key
+
+            key = read_key(None, (variable,), environ)
+            if key is None and not model.local:
                 raise AuthError(f"{name}: No API key. Set the environment variable {variable}.", provider=name)
+        pool = self.pool if factory is None else None
         with self._lock:
             existing = self._providers.get(name)
             if existing is not None:
@@ -178,16 +205,18 @@ class ProviderRegistry:
                 provider = factory(model, key)
             else:
                 assert builtin is not None
-                provider = builtin(model, key, catalog)
+                assert pool is not None
+                provider = builtin(model, key, pool, environ)
             self._providers[name] = provider
             self._created.append(provider)
             return provider
 
     async def aclose(self) -> None:
-        """Close the providers this registry created (their HTTP connections); providers given with `set` are the
-        caller's to close. They are created again on next use."""
+        """Close the providers this registry created and their shared HTTP clients; providers given with `set` and a
+        client given to the registry are the caller's to close. Providers are created again on next use."""
         with self._lock:
             created, self._created = self._created, []
+            pool, self._pool = self._pool, None
             for provider in created:
                 for name, value in list(self._providers.items()):
                     if value is provider:
@@ -196,3 +225,5 @@ class ProviderRegistry:
             close = getattr(provider, "aclose", None)
             if close is not None:
                 await close()
+        if pool is not None:
+            await pool.aclose()

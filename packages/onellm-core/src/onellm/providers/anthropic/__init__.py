@@ -1,5 +1,20 @@
-"""The Anthropic Messages protocol: `AnthropicProvider` for Anthropic's own deployment."""
+"""The Anthropic Messages protocol: `AnthropicProvider` for Anthropic's own deployment. The provider loads on first
+use, so the schema rules beside it (`_schema`) can be read without it."""
 
-from onellm.providers.anthropic._provider import AnthropicProvider, collect
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from onellm.providers.anthropic._provider import AnthropicProvider, collect
 
 __all__ = ["AnthropicProvider", "collect"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        value = getattr(importlib.import_module("onellm.providers.anthropic._provider"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -69,6 +69,7 @@ from onellm.providers._errors import error_from_status
 from onellm.providers._http import ErrorDetail
 from onellm.providers._request import ChatRequest, ChatResponse
 from onellm.providers._stream import response_from
+from onellm.providers.anthropic._schema import for_anthropic
 
 __all__ = [
     "CITATION_TYPES",
@@ -149,12 +150,13 @@ def encode_messages_request(
     max_tokens: int,
     api_version: str = DEFAULT_API_VERSION,
     stream: bool = False,
-) -> dict[str, Any]:
-    """The `/v1/messages` body for a request. Notices (stripped parameters, strict mode turned off) are added to
-    `request.warnings`."""
+) -> tuple[dict[str, Any], list[CallWarning]]:
+    """The `/v1/messages` body for a request, and the codec's notices (stripped parameters, strict mode turned off).
+    The request is not changed."""
+    warnings: list[CallWarning] = []
     cache_control = _cache_control(request)
     body: dict[str, Any] = {"model": request.model, "max_tokens": request.max_output_tokens or max_tokens}
-    body["messages"] = _messages(request, cache_control)
+    body["messages"] = _messages(request, cache_control, warnings)
     if request.system:
         body["system"] = request.system
     strip_sampling = _version_rejects_sampling(api_version)
@@ -162,12 +164,12 @@ def encode_messages_request(
         if value is None:
             continue
         if strip_sampling:
-            _stripped(request, name, api_version)
+            _stripped(warnings, name, api_version)
         else:
             body[name] = value
     if request.stop_sequences:
         body["stop_sequences"] = list(request.stop_sequences)
-    tools = _tools(request)
+    tools = _tools(request, warnings)
     if tools:
         body["tools"] = tools
     choice = _tool_choice(request, has_tools=bool(tools))
@@ -177,7 +179,7 @@ def encode_messages_request(
     thinking = _thinking(request, output_config)
     if thinking is not None:
         body["thinking"] = thinking
-    _response_format(request, output_config)
+    _response_format(request, output_config, warnings)
     if output_config:
         body["output_config"] = output_config
     if request.cache is not None:
@@ -185,7 +187,7 @@ def encode_messages_request(
         if cache.enabled:
             body["cache_control"] = cache_control
         if cache.key is not None:
-            request.warnings.append(
+            warnings.append(
                 CallWarning(
                     kind="parameter_stripped",
                     message="Anthropic takes no prompt cache key; the key was not sent",
@@ -200,10 +202,10 @@ def encode_messages_request(
         body["stream"] = True
     for key, value in request.extra_parameters.items():
         if strip_sampling and key in ("temperature", "top_p", "top_k"):
-            _stripped(request, key, api_version)
+            _stripped(warnings, key, api_version)
             continue
         body[key] = value
-    return body
+    return body, warnings
 
 
 def count_tokens_body(body: Mapping[str, Any]) -> dict[str, Any]:
@@ -211,8 +213,8 @@ def count_tokens_body(body: Mapping[str, Any]) -> dict[str, Any]:
     return {key: body[key] for key in _COUNT_TOKENS_FIELDS if key in body}
 
 
-def _stripped(request: ChatRequest, name: str, api_version: str) -> None:
-    request.warnings.append(
+def _stripped(warnings: list[CallWarning], name: str, api_version: str) -> None:
+    warnings.append(
         CallWarning(
             kind="parameter_stripped",
             message=f"anthropic-version {api_version} rejects {name}; it was not sent",
@@ -229,7 +231,7 @@ def _cache_control(request: ChatRequest) -> dict[str, Any]:
     return control
 
 
-def _tools(request: ChatRequest) -> list[dict[str, Any]]:
+def _tools(request: ChatRequest, warnings: list[CallWarning]) -> list[dict[str, Any]]:
     tools: list[dict[str, Any]] = []
     for tool in request.tools:
         item: dict[str, Any] = {"name": tool.name}
@@ -238,9 +240,7 @@ def _tools(request: ChatRequest) -> list[dict[str, Any]]:
         schema: Mapping[str, Any] = tool.input_schema
         strict = False
         if tool.strict:
-            from onellm.tools._provider_schemas import for_anthropic
-
-            schema, strict = strict_schema(schema, for_anthropic, what=f"tool {tool.name!r}", warnings=request.warnings)
+            schema, strict = strict_schema(schema, for_anthropic, what=f"tool {tool.name!r}", warnings=warnings)
         item["input_schema"] = dict(schema)
         if strict:
             item["strict"] = True
@@ -296,7 +296,7 @@ def _thinking(request: ChatRequest, output_config: dict[str, Any]) -> dict[str, 
     return thinking
 
 
-def _response_format(request: ChatRequest, output_config: dict[str, Any]) -> None:
+def _response_format(request: ChatRequest, output_config: dict[str, Any], warnings: list[CallWarning]) -> None:
     fmt = request.response_format
     if fmt is None or fmt.type == "text":
         return
@@ -306,8 +306,6 @@ def _response_format(request: ChatRequest, output_config: dict[str, Any]) -> Non
             parameter="response_format",
             model=request.model,
         )
-    from onellm.tools._provider_schemas import for_anthropic
-
     converted = for_anthropic(fmt.schema or {})
     if not converted.strict:
         raise UnsupportedParameterError(
@@ -316,7 +314,7 @@ def _response_format(request: ChatRequest, output_config: dict[str, Any]) -> Non
             model=request.model,
         )
     if converted.removed:
-        request.warnings.append(
+        warnings.append(
             CallWarning(
                 kind="parameter_stripped",
                 message=f"the answer's schema: structured output takes no {', '.join(converted.removed)}; removed",
@@ -342,7 +340,7 @@ class _Turns:
             self.messages.append({"role": role, "content": blocks})
 
 
-def _messages(request: ChatRequest, cache_control: dict[str, Any]) -> list[dict[str, Any]]:
+def _messages(request: ChatRequest, cache_control: dict[str, Any], warnings: list[CallWarning]) -> list[dict[str, Any]]:
     turns = _Turns()
     caching = request.cache is None or request.cache.enabled
     for position, message in enumerate(request.messages):
@@ -352,7 +350,7 @@ def _messages(request: ChatRequest, cache_control: dict[str, Any]) -> list[dict[
             produced.extend(blocks)
             turns.add("user", blocks)
         if message.assistant or message.tool_calls:
-            assistant, results = _assistant_blocks(message, position, request.warnings)
+            assistant, results = _assistant_blocks(message, position, warnings)
             produced.extend(assistant)
             produced.extend(results)
             turns.add("assistant", assistant)
@@ -757,6 +755,9 @@ class _Event(msgspec.Struct):
 
 
 _event_decoder = msgspec.json.Decoder(_Event, float_hook=Decimal)
+_MESSAGE_EVENTS = frozenset(
+    {"content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop"}
+)
 _json_decoder = msgspec.json.Decoder(float_hook=Decimal)
 
 _ERROR_STATUS = {
@@ -791,12 +792,17 @@ class _Open:
 
 
 class MessagesStreamDecoder:
-    """Turns each server-sent event of a streamed message into stream events. `finished` once `message_stop` came."""
+    """Turns each server-sent event of a streamed message into stream events. `finished` once `message_stop` came.
+
+    An event whose `event:` name and data `type` disagree, and an event of the message before its `message_start`,
+    are `MalformedResponseError`: a stream that says one thing and means another is not read as an answer.
+    """
 
     __slots__ = (
         "_blocks",
         "_model",
         "_open",
+        "_started",
         "_usage",
         "_usage_sent",
         "container",
@@ -813,6 +819,7 @@ class MessagesStreamDecoder:
         self._usage_sent = False
         self._open: dict[int, _Open] = {}
         self._model: str | None = None
+        self._started = False
         self.finished = False
         self.stop_reason: str | None = None
         self.stop_sequence: str | None = None
@@ -831,12 +838,18 @@ class MessagesStreamDecoder:
             context_management=self.context_management,
         )
 
-    def feed(self, data: bytes) -> list[StreamEvent]:
+    def feed(self, data: bytes, event_name: str | None = None) -> list[StreamEvent]:
         try:
             event = _event_decoder.decode(data)
         except (msgspec.DecodeError, msgspec.ValidationError) as error:
             raise MalformedResponseError(f"a stream event does not decode: {error}", provider=PROVIDER) from error
         kind = event.type
+        if event_name is not None and event_name != kind:
+            raise MalformedResponseError(
+                f"a stream event named {event_name!r} holds a {kind!r} event", provider=PROVIDER
+            )
+        if not self._started and kind in _MESSAGE_EVENTS:
+            raise MalformedResponseError(f"a {kind} event came before message_start", provider=PROVIDER)
         if kind == "content_block_delta" and event.delta is not None:
             return self._delta(event.index, event.delta)
         if kind == "content_block_start" and event.content_block is not None:
@@ -844,6 +857,9 @@ class MessagesStreamDecoder:
         if kind == "content_block_stop":
             return self._stop(event.index)
         if kind == "message_start" and event.message is not None:
+            if self._started:
+                raise MalformedResponseError("a second message_start in one stream", provider=PROVIDER)
+            self._started = True
             self._model = event.message.model
             self._usage = event.message.usage
             self.container = event.message.container
@@ -884,6 +900,10 @@ class MessagesStreamDecoder:
                 code=failure.type,
             )
         return []  # ping, and event types added later
+
+    def end(self) -> list[StreamEvent]:
+        """The body ended before `message_stop`: the answer is not whole."""
+        raise MalformedResponseError("the stream ended before message_stop", provider=PROVIDER)
 
     def _start(self, index: int, block: dict[str, Any]) -> list[StreamEvent]:
         kind = str(block.get("type"))

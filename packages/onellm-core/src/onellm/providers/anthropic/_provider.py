@@ -4,19 +4,15 @@ streamed, with token counting and message batches."""
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import httpx
-import msgspec
-
-from onellm.errors import AuthError, MalformedResponseError, ModelNotFoundError, ProviderError, Secret
+from onellm.errors import MalformedResponseError, ProviderError, Secret
 from onellm.messages import CallWarning, Message
-from onellm.messages._events import StreamEvent
-from onellm.providers._http import HttpCall, HttpTransport, decode_json
+from onellm.providers._base import HttpProvider, path_segment, read_key
+from onellm.providers._http import HttpCall, decode_json
 from onellm.providers._request import ChatRequest, ChatResponse, FinishReason
-from onellm.providers._retry import RetryPolicy
-from onellm.providers._stream import collect, sse_stream
+from onellm.providers._stream import EventStream, collect
 from onellm.providers.anthropic._codec import (
     DEFAULT_API_VERSION,
     PROVIDER,
@@ -30,30 +26,39 @@ from onellm.providers.anthropic._codec import (
 )
 
 if TYPE_CHECKING:
-    from onellm.catalog import Catalog, ResolvedModel
+    import httpx
+
+    from onellm.catalog import ModelProfile, ResolvedModel
     from onellm.clock import Clock
+    from onellm.providers._http import ClientPool
+    from onellm.providers._retry import RetryPolicy
 
 __all__ = ["DEFAULT_MAX_TOKENS", "AnthropicProvider", "collect"]
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_MAX_TOKENS = 4096
-"""`max_tokens` sent when neither the request, the provider nor the catalog gives one (the API requires it)."""
-
-_ENCODER = msgspec.json.Encoder(decimal_format="number")
+"""`max_tokens` sent when neither the request, the provider nor the model's profile gives one (the API requires it)."""
 
 
-class AnthropicProvider:
+class AnthropicProvider(HttpProvider):
     """Anthropic's Messages API. The key comes from the argument or `ANTHROPIC_API_KEY` and is sent as `x-api-key`;
     the base URL from the argument, the catalog, or `ANTHROPIC_BASE_URL`. `max_tokens` is the request's, else
-    `max_tokens` given here, else the catalog's `maxOutputTokens` for the model (`catalog`: a `Catalog`, `True` for
-    the shipped one, the default, or `False` for none), else 4096 with a warning. `api_version` is the `anthropic-version` header; from 2026-10-21 on the API rejects
-    sampling parameters, and the codec leaves them out with a warning.
+    `max_tokens` given here, else the request profile's `max_output_tokens` (the catalog's `maxOutputTokens`, which the
+    runtime hands over), else 4096 with a warning. `api_version` is the `anthropic-version` header; from 2026-10-21 on
+    the API rejects sampling parameters, and the codec leaves them out with a warning.
 
     ```python
-    async with AnthropicProvider(catalog=Catalog.shipped()) as claude:
-        answer = await claude.send(ChatRequest("claude-sonnet-5-5", [Message(user=[TextPart("Hello")])]))
+    claude = Catalog.shipped().resolve("claude-sonnet")
+    async with AnthropicProvider() as provider:
+        answer = await provider.send(
+            ChatRequest(claude.name, [Message(user=[TextPart("Hello")])], profile=claude.profile)
+        )
     ```
     """
+
+    default_base_url = DEFAULT_BASE_URL
+    base_url_variable = "ANTHROPIC_BASE_URL"
+    key_variables = ("ANTHROPIC_API_KEY",)
 
     def __init__(
         self,
@@ -62,121 +67,98 @@ class AnthropicProvider:
         base_url: str | None = None,
         api_version: str = DEFAULT_API_VERSION,
         max_tokens: int | None = None,
-        catalog: Catalog | bool = True,
         betas: Sequence[str] = (),
         name: str = PROVIDER,
-        http_client: httpx.AsyncClient | None = None,
+        http_client: httpx.AsyncClient | ClientPool | None = None,
         retry: RetryPolicy | None = None,
         clock: Clock | None = None,
         headers: Mapping[str, str] | None = None,
+        **options: Any,
     ) -> None:
-        from onellm.providers._http import base_url as pick_base_url
-
-        if api_key is None:
-            env = os.environ.get("ANTHROPIC_API_KEY")
-            api_key = Secret(env) if env else None
-        self.name = name
-        self.base_url = pick_base_url(DEFAULT_BASE_URL, variable="ANTHROPIC_BASE_URL", configured=base_url)
+        if max_tokens is not None and max_tokens < 1:
+            raise ValueError("max_tokens must be at least 1")
+        fixed = {"anthropic-version": api_version}
+        if betas:
+            fixed["anthropic-beta"] = ",".join(betas)
+        super().__init__(
+            name=name,
+            api_key=api_key,
+            base_url=base_url,
+            http_client=http_client,
+            retry=retry,
+            clock=clock,
+            headers={**fixed, **(headers or {})},
+            **options,
+        )
         self.api_version = api_version
         self.max_tokens = max_tokens
-        self._catalog: Catalog | bool = catalog
-        self._catalog_limits: dict[str, int | None] = {}
-        self._key = Secret(api_key) if isinstance(api_key, str) else api_key
-        self._transport = HttpTransport(http_client, retry=retry, clock=clock)
-        self._headers = {
-            "content-type": "application/json",
-            "accept": "application/json",
-            "anthropic-version": api_version,
-            **(headers or {}),
-        }
-        if betas:
-            self._headers["anthropic-beta"] = ",".join(betas)
-        if self._key:
-            self._headers["x-api-key"] = self._key.reveal()
 
     @classmethod
     def from_resolved(cls, resolved: ResolvedModel, **options: Any) -> AnthropicProvider:
-        """A provider for a model the catalog resolved: its base URL, its key variable, and its `maxOutputTokens`."""
-        if "api_key" not in options and resolved.api_key_env_var:
-            key = os.environ.get(resolved.api_key_env_var)
-            options["api_key"] = Secret(key) if key else None
-        options.setdefault("base_url", resolved.base_url)
-        options.setdefault("max_tokens", resolved.entry.max_output_tokens)
+        """A provider for a model the catalog resolved: its base URL and the key its variable holds. Per-model facts
+        travel with each request (`ChatRequest.profile`), not here."""
+        profile = resolved.profile
+        options.setdefault("base_url", profile.base_url)
+        if "api_key" not in options and profile.api_key_env_var:
+            environ = options.get("environ")
+            options["api_key"] = read_key(
+                None, (profile.api_key_env_var,), environ if environ is not None else os.environ
+            ) or Secret("")
         return cls(**options)
+
+    def _auth_headers(self, key: Secret) -> dict[str, str]:
+        return {"x-api-key": key.reveal()}
 
     # -- calls ------------------------------------------------------------------------------------------------------
 
-    def _call(self, method: str, path: str, body: Mapping[str, Any] | None = None, *, stream: bool = False) -> HttpCall:
-        if not self._key:
-            raise AuthError(
-                "No API key. Set the environment variable ANTHROPIC_API_KEY or pass api_key.", provider=self.name
-            )
-        headers = self._headers
-        if stream:
-            headers = {**headers, "accept": "text/event-stream"}
-        return HttpCall(
-            method,
-            f"{self.base_url}{path}",
-            self.name,
-            headers=headers,
-            body=_ENCODER.encode(body) if body is not None else None,
-            secrets=(self._key,),
-            classify=classify_error,
-        )
+    def _messages_call(self, body: Mapping[str, Any], path: str = "/v1/messages", *, stream: bool = False) -> HttpCall:
+        return self._call("POST", path, body, stream=stream, classify=classify_error)
 
-    def _max_tokens(self, request: ChatRequest) -> int:
+    def _max_tokens(self, request: ChatRequest, profile: ModelProfile, warnings: list[CallWarning]) -> int:
         if request.max_output_tokens is not None:
             return request.max_output_tokens
         if self.max_tokens is not None:
             return self.max_tokens
-        if self._catalog is not False:
-            if request.model not in self._catalog_limits:
-                if self._catalog is True:
-                    from onellm.catalog import Catalog
-
-                    self._catalog = Catalog.shipped()
-                assert not isinstance(self._catalog, bool)
-                try:
-                    limit = self._catalog.resolve(request.model).entry.max_output_tokens
-                except ModelNotFoundError:
-                    limit = None
-                self._catalog_limits[request.model] = limit
-            found = self._catalog_limits[request.model]
-            if found is not None:
-                return int(found)
-        request.warnings.append(
+        if profile.max_output_tokens is not None:
+            return profile.max_output_tokens
+        warnings.append(
             CallWarning(
                 kind="parameter_defaulted",
-                message=f"no max_tokens for {request.model} in the request or the catalog; "
+                message=f"no max_tokens for {request.model} in the request or the model's profile; "
                 f"{DEFAULT_MAX_TOKENS} was sent",
                 detail={"parameter": "max_tokens", "value": DEFAULT_MAX_TOKENS},
             )
         )
         return DEFAULT_MAX_TOKENS
 
-    def encode(self, request: ChatRequest, *, stream: bool = False) -> dict[str, Any]:
-        """The `/v1/messages` body this provider sends for a request."""
-        return encode_messages_request(
-            request, max_tokens=self._max_tokens(request), api_version=self.api_version, stream=stream
+    def encode(self, request: ChatRequest, *, stream: bool = False) -> tuple[dict[str, Any], list[CallWarning]]:
+        """The `/v1/messages` body this provider sends for a request, and the notices about it."""
+        warnings: list[CallWarning] = []
+        max_tokens = self._max_tokens(request, self._profile(request), warnings)
+        body, notices = encode_messages_request(
+            request, max_tokens=max_tokens, api_version=self.api_version, stream=stream
         )
+        return body, [*warnings, *notices]
 
     async def send(self, request: ChatRequest) -> ChatResponse:
-        call = self._call("POST", "/v1/messages", self.encode(request))
-        response = await self._transport.send(call)
-        return decode_message(response.content, warnings=request.warnings)
+        body, warnings = self.encode(request)
+        given = [*request.warnings, *warnings]
+        return await self._request(self._messages_call(body), lambda r: decode_message(r.content, warnings=given))
 
-    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        call = self._call("POST", "/v1/messages", self.encode(request, stream=True), stream=True)
-        async for item in sse_stream(
-            self._transport, call, MessagesStreamDecoder(), unfinished="the stream ended before message_stop"
-        ):
-            yield item
+    def stream(self, request: ChatRequest) -> EventStream:
+        """The streamed call's events; the stream's `warnings` hold the codec's notices once it is read."""
+
+        def prepare() -> tuple[HttpCall, list[CallWarning]]:
+            body, warnings = self.encode(request, stream=True)
+            return self._messages_call(body, stream=True), warnings
+
+        return self._events(prepare, MessagesStreamDecoder())
 
     async def count_tokens(self, request: ChatRequest) -> int:
         """The input tokens Anthropic counts for this request (`/v1/messages/count_tokens`)."""
-        body = count_tokens_body(self.encode(request))
-        response = await self._transport.send(self._call("POST", "/v1/messages/count_tokens", body))
-        data = decode_json(response.content, provider=self.name, what="token count")
+        body = count_tokens_body(self.encode(request)[0])
+        call = self._messages_call(body, "/v1/messages/count_tokens")
+        data = await self._request(call, lambda r: decode_json(r.content, provider=self.name, what="token count"))
         count = data.get("input_tokens") if isinstance(data, dict) else None
         if not isinstance(count, int):
             raise MalformedResponseError("the token count has no integer input_tokens", provider=self.name)
@@ -188,9 +170,9 @@ class AnthropicProvider:
         """Submit requests as one message batch (`custom_id` `request-<n>`, in order); returns the batch id."""
         if not requests:
             raise ValueError("a batch needs at least one request")
-        items = [{"custom_id": f"request-{n}", "params": self.encode(r)} for n, r in enumerate(requests)]
-        response = await self._transport.send(self._call("POST", "/v1/messages/batches", {"requests": items}))
-        data = decode_json(response.content, provider=self.name, what="batch")
+        items = [{"custom_id": f"request-{n}", "params": self.encode(r)[0]} for n, r in enumerate(requests)]
+        call = self._messages_call({"requests": items}, "/v1/messages/batches")
+        data = await self._request(call, lambda r: decode_json(r.content, provider=self.name, what="batch"))
         batch_id = data.get("id") if isinstance(data, dict) else None
         if not isinstance(batch_id, str):
             raise MalformedResponseError("the batch has no id", provider=self.name)
@@ -198,8 +180,8 @@ class AnthropicProvider:
 
     async def get_batch(self, batch_id: str) -> dict[str, Any]:
         """The batch as Anthropic reports it (`processing_status`, `request_counts`, `results_url`, ...)."""
-        response = await self._transport.send(self._call("GET", f"/v1/messages/batches/{_batch_path(batch_id)}"))
-        data = decode_json(response.content, provider=self.name, what="batch")
+        call = self._call("GET", f"/v1/messages/batches/{_batch_path(batch_id)}", classify=classify_error)
+        data = await self._request(call, lambda r: decode_json(r.content, provider=self.name, what="batch"))
         if not isinstance(data, dict):
             raise MalformedResponseError("the batch is not an object", provider=self.name)
         return data
@@ -215,18 +197,24 @@ class AnthropicProvider:
                 provider=self.name,
             )
         path = f"/v1/messages/batches/{_batch_path(batch_id)}/results"
-        response = await self._transport.send(self._call("GET", path))
+        content = await self._request(self._call("GET", path, classify=classify_error), lambda r: r.content)
         found: dict[int, ChatResponse] = {}
-        for number, line in enumerate(response.content.splitlines(), 1):
+        for number, line in enumerate(content.splitlines(), 1):
             if not line.strip():
                 continue
             item = decode_json(line, provider=self.name, what=f"batch result line {number}")
             custom_id = item.get("custom_id") if isinstance(item, dict) else None
             if not isinstance(custom_id, str) or not custom_id.startswith("request-"):
+                custom_id = ""
+            position = custom_id.removeprefix("request-")
+            if not position.isdigit():
                 raise MalformedResponseError(
                     f"batch result line {number} has no custom_id this provider gave", provider=self.name
                 )
-            found[int(custom_id.removeprefix("request-"))] = self._batch_entry(item.get("result") or {})
+            result = item.get("result")
+            if not isinstance(result, dict):
+                raise MalformedResponseError(f"batch result line {number} has no result object", provider=self.name)
+            found[int(position)] = self._batch_entry(result)
         return [found[n] for n in sorted(found)]
 
     def _batch_entry(self, result: dict[str, Any]) -> ChatResponse:
@@ -241,19 +229,6 @@ class AnthropicProvider:
             extra={"batch_result": result},
         )
 
-    # -- lifetime ---------------------------------------------------------------------------------------------------
-
-    async def aclose(self) -> None:
-        await self._transport.aclose()
-
-    async def __aenter__(self) -> AnthropicProvider:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
 
 def _batch_path(batch_id: str) -> str:
-    if not batch_id or "/" in batch_id or "?" in batch_id or "#" in batch_id or batch_id in (".", ".."):
-        raise ValueError(f"not a batch id: {batch_id!r}")
-    return batch_id
+    return path_segment(batch_id, "batch id")

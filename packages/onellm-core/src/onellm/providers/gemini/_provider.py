@@ -4,55 +4,43 @@ embeddings and batches."""
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-import httpx
 import msgspec
 
-from onellm.clock import Clock
+from onellm.catalog._profile import SCHEMA_FORMS
 from onellm.errors import (
     AuthError,
     MalformedResponseError,
-    OnellmError,
     ProviderError,
     RateLimitError,
     Secret,
     UnsupportedParameterError,
 )
-from onellm.messages import Usage
-from onellm.messages._events import MessageAccumulator, StreamEvent
-from onellm.providers._http import ErrorDetail, HttpCall, HttpTransport, decode_json
+from onellm.messages import CallWarning, Usage
+from onellm.messages._events import MessageAccumulator
+from onellm.providers._base import HttpProvider, path_segment
+from onellm.providers._http import ErrorDetail, HttpCall, decode_json
 from onellm.providers._protocols import EmbeddingRequest, EmbeddingResponse
 from onellm.providers._request import ChatRequest, ChatResponse
-from onellm.providers._retry import RetryPolicy
-from onellm.providers._sse import SseDecoder
+from onellm.providers._stream import EventStream, collect, response_from
 from onellm.providers.gemini._request import PROVIDER, encode_request
 from onellm.providers.gemini._response import ResponseDecoder
-from onellm.providers.openai._chat import response_from
 
 if TYPE_CHECKING:
-    from onellm.catalog import Catalog
-    from onellm.messages import CallWarning
+    import httpx
+
+    from onellm.providers._http import ClientPool
 
 __all__ = ["GeminiProvider", "collect", "decode_generate_content", "gemini_error_detail"]
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
-_ENCODER = msgspec.json.Encoder(decimal_format="number")
 _decode_exact = msgspec.json.Decoder(float_hook=Decimal).decode
 """JSON with non-integer numbers as exact decimals, as the stream reader decodes them."""
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)s$")
-
-
-async def collect(events: AsyncIterator[StreamEvent]) -> ChatResponse:
-    """Read a stream to its end and build the same `ChatResponse` a whole call gives."""
-    accumulator = MessageAccumulator()
-    async for event in events:
-        accumulator.add(event)
-    return response_from(accumulator)
 
 
 def decode_generate_content(data: Any, *, warnings: list[CallWarning] | None = None) -> ChatResponse:
@@ -132,112 +120,73 @@ def _classify(error: ProviderError, detail: ErrorDetail | None) -> ProviderError
     return error
 
 
-class GeminiProvider:
+class GeminiProvider(HttpProvider):
     """The Gemini API. The key comes from the argument, `GEMINI_API_KEY` or `GOOGLE_API_KEY` and is sent in the
     `x-goog-api-key` header; the base URL from the argument, the catalog or `GOOGLE_GEMINI_BASE_URL`.
 
     Per model, structured output uses `responseJsonSchema` unless the model takes the OpenAPI-subset
-    `responseSchema`, and thinking is a token budget or a level. `schema_form` and `thinking` set these for every
-    model; otherwise `properties` (`schemaForm`, `thinking`) or, per model, the entry of `catalog` decide
-    (`properties.schemaForm`, `thinking.budget`, `thinking.efforts`): the shipped catalog unless another is given,
-    `False` for none.
+    `responseSchema`, and thinking is a token budget or a level. `schema_form` and `thinking` given here set these for
+    every model; otherwise the request's profile decides (the catalog's `properties.schemaForm` and `thinking`), then
+    `properties` given here (`schemaForm`, `thinking`), then the defaults (`responseJsonSchema`, decided per request).
     """
+
+    default_base_url = DEFAULT_BASE_URL
+    base_url_variable = "GOOGLE_GEMINI_BASE_URL"
+    key_variables = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 
     def __init__(
         self,
         *,
         api_key: Secret | str | None = None,
         base_url: str | None = None,
-        catalog: Catalog | bool | None = None,
         properties: Mapping[str, Any] | None = None,
         schema_form: str | None = None,
         thinking: str | None = None,
         name: str = PROVIDER,
-        http_client: httpx.AsyncClient | None = None,
-        retry: RetryPolicy | None = None,
-        clock: Clock | None = None,
-        headers: Mapping[str, str] | None = None,
+        http_client: httpx.AsyncClient | ClientPool | None = None,
+        **options: Any,
     ) -> None:
-        from onellm.providers._http import base_url as pick_base_url
-
-        if schema_form not in (None, "responseJsonSchema", "responseSchema"):
+        if schema_form not in (None, *SCHEMA_FORMS):
             raise ValueError(f"schema_form must be 'responseJsonSchema' or 'responseSchema', not {schema_form!r}")
         if thinking not in (None, "budget", "levels", "auto"):
             raise ValueError(f"thinking must be 'budget', 'levels' or 'auto', not {thinking!r}")
-        if api_key is None:
-            env = os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
-            api_key = Secret(env) if env else None
-        self.name = name
-        self._key = Secret(api_key) if isinstance(api_key, str) else api_key
-        self.base_url = pick_base_url(DEFAULT_BASE_URL, variable="GOOGLE_GEMINI_BASE_URL", configured=base_url)
-        self._catalog = catalog
+        super().__init__(name=name, api_key=api_key, base_url=base_url, http_client=http_client, **options)
         self._properties = dict(properties or {})
         self._schema_form = schema_form
         self._thinking = thinking
-        self._models: dict[str, tuple[str, str]] = {}
-        self._transport = HttpTransport(http_client, retry=retry, clock=clock)
-        self._headers = {"content-type": "application/json", "accept": "application/json", **(headers or {})}
-        if self._key is not None and self._key:
-            self._headers["x-goog-api-key"] = self._key.reveal()
+
+    def _auth_headers(self, key: Secret) -> dict[str, str]:
+        return {"x-goog-api-key": key.reveal()}
 
     # -- plumbing --------------------------------------------------------------------------------------------------
 
-    def _settings(self, model: str) -> tuple[str, str]:
-        """(schema form, thinking style) for a model."""
-        found = self._models.get(model)
-        if found is not None:
-            return found
-        schema_form = self._schema_form or self._properties.get("schemaForm")
-        thinking = self._thinking or self._properties.get("thinking")
-        catalog = self._catalog
-        if (schema_form is None or thinking is None) and catalog is not False:
-            if catalog is None or catalog is True:
-                from onellm.catalog import Catalog
+    def _settings(self, request: ChatRequest) -> tuple[str, str]:
+        """(schema form, thinking style) for a request's model."""
+        profile = self._profile(request)
+        schema_form = self._schema_form or profile.schema_form or self._properties.get("schemaForm")
+        thinking = self._thinking or profile.thinking or self._properties.get("thinking")
+        return (
+            schema_form if schema_form in SCHEMA_FORMS else "responseJsonSchema",
+            thinking if thinking in ("budget", "levels") else "auto",
+        )
 
-                catalog = self._catalog = Catalog.shipped()
-            try:
-                resolved = catalog.resolve(model)
-            except OnellmError:  # a model the catalog does not list: the defaults apply
-                resolved = None
-            if resolved is not None:
-                schema_form = schema_form or resolved.properties.get("schemaForm")
-                if thinking is None:
-                    settings = resolved.entry.thinking
-                    if settings is not None and not isinstance(settings, bool):
-                        if settings.budget:
-                            thinking = "budget"
-                        elif settings.efforts:
-                            thinking = "levels"
-        found = (str(schema_form or "responseJsonSchema"), str(thinking or "auto"))
-        self._models[model] = found
-        return found
-
-    def _body(self, request: ChatRequest) -> dict[str, Any]:
-        schema_form, thinking = self._settings(request.model)
+    def _body(self, request: ChatRequest) -> tuple[dict[str, Any], list[CallWarning]]:
+        schema_form, thinking = self._settings(request)
         return encode_request(request, schema_form=schema_form, thinking=thinking)
 
     def _model_path(self, model: str) -> str:
-        return model if model.startswith(("models/", "tunedModels/")) else f"models/{model}"
+        if model.startswith(("models/", "tunedModels/")):
+            kind, _, rest = model.partition("/")
+            return f"{kind}/{path_segment(rest, 'model name')}"
+        return f"models/{path_segment(model, 'model name')}"
 
-    def _call(
+    def _gemini_call(
         self, path: str, body: Mapping[str, Any] | None, *, method: str = "POST", stream: bool = False
     ) -> HttpCall:
-        headers = dict(self._headers)
-        if stream:
-            headers["accept"] = "text/event-stream"
-        return HttpCall(
-            method,
-            f"{self.base_url}/{path}",
-            self.name,
-            headers=headers,
-            body=_ENCODER.encode(body) if body is not None else None,
-            secrets=(self._key,) if self._key else (),
-            error_detail=gemini_error_detail,
-            classify=_classify,
-        )
+        return self._call(method, f"/{path}", body, stream=stream, error_detail=gemini_error_detail, classify=_classify)
 
-    def _json(self, response: httpx.Response, what: str) -> dict[str, Any]:
-        data = decode_json(response.content, provider=self.name, what=what)
+    async def _json(self, call: HttpCall, what: str) -> dict[str, Any]:
+        data = await self._request(call, lambda r: decode_json(r.content, provider=self.name, what=what))
         if not isinstance(data, dict):
             raise MalformedResponseError(f"the {what} is not a JSON object", provider=self.name)
         return data
@@ -245,34 +194,28 @@ class GeminiProvider:
     # -- chat ------------------------------------------------------------------------------------------------------
 
     async def send(self, request: ChatRequest) -> ChatResponse:
-        body = self._body(request)
-        response = await self._transport.send(self._call(f"{self._model_path(request.model)}:generateContent", body))
-        return decode_generate_content(response.content, warnings=request.warnings)
+        body, warnings = self._body(request)
+        given = [*request.warnings, *warnings]
+        call = self._gemini_call(f"{self._model_path(request.model)}:generateContent", body)
+        return await self._request(call, lambda r: decode_generate_content(r.content, warnings=given))
 
-    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        body = self._body(request)
-        path = f"{self._model_path(request.model)}:streamGenerateContent?alt=sse"
-        call = self._call(path, body, stream=True)
-        decoder = ResponseDecoder()
-        sse = SseDecoder(provider=self.name)
-        async with self._transport.stream(call) as response:
-            async for chunk in self._transport.aiter_bytes(call, response):
-                for event in sse.feed(chunk):
-                    for item in decoder.feed(event.data):
-                        yield item
-            for event in sse.close():
-                for item in decoder.feed(event.data):
-                    yield item
-        for item in decoder.finish(require_finish_reason=True):
-            yield item
+    def stream(self, request: ChatRequest) -> EventStream:
+        """The streamed call's events; the stream's `warnings` hold the codec's notices once it is read."""
+
+        def prepare() -> tuple[HttpCall, list[CallWarning]]:
+            body, warnings = self._body(request)
+            path = f"{self._model_path(request.model)}:streamGenerateContent?alt=sse"
+            return self._gemini_call(path, body, stream=True), warnings
+
+        return self._events(prepare, ResponseDecoder())
 
     async def count_tokens(self, request: ChatRequest) -> int:
         """The input tokens Gemini counts for this request (`models/*:countTokens` over the whole request)."""
-        body = self._body(request)
+        body = self._body(request)[0]
         body.pop("serviceTier", None)
         inner = {"model": self._model_path(request.model), **body}
-        call = self._call(f"{self._model_path(request.model)}:countTokens", {"generateContentRequest": inner})
-        data = self._json(await self._transport.send(call), "token count")
+        call = self._gemini_call(f"{self._model_path(request.model)}:countTokens", {"generateContentRequest": inner})
+        data = await self._json(call, "token count")
         total = data.get("totalTokens", 0 if data == {} else None)
         if not isinstance(total, int) or total < 0:
             raise MalformedResponseError("the token count answer has no totalTokens", provider=self.name)
@@ -290,16 +233,13 @@ class GeminiProvider:
                 item["outputDimensionality"] = request.dimensions
             item.update(request.extra_parameters)
             items.append(item)
-        warnings = []
+        warnings: list[CallWarning] = []
         if request.user_id is not None:
-            from onellm.messages import CallWarning
-
             warnings.append(
                 CallWarning(kind="parameter_stripped", message="Gemini embeddings take no end-user id; not sent")
             )
-        data = self._json(
-            await self._transport.send(self._call(f"{model}:batchEmbedContents", {"requests": items})),
-            "embeddings response",
+        data = await self._json(
+            self._gemini_call(f"{model}:batchEmbedContents", {"requests": items}), "embeddings response"
         )
         try:
             vectors = [[float(x) for x in item["values"]] for item in data["embeddings"]]
@@ -314,7 +254,10 @@ class GeminiProvider:
         usage = None
         wire_usage = data.get("usageMetadata")
         if isinstance(wire_usage, dict):
-            usage = Usage(model=request.model, input_tokens=int(wire_usage.get("promptTokenCount") or 0))
+            count = wire_usage.get("promptTokenCount") or 0
+            if not isinstance(count, int):
+                raise MalformedResponseError("the embeddings usage has no integer promptTokenCount", provider=self.name)
+            usage = Usage(model=request.model, input_tokens=count)
         return EmbeddingResponse(vectors=vectors, usage=usage, model=request.model, warnings=warnings)
 
     # -- batches ---------------------------------------------------------------------------------------------------
@@ -333,11 +276,11 @@ class GeminiProvider:
                     model=request.model,
                 )
         inlined = [
-            {"request": self._body(request), "metadata": {"key": f"request-{i}"}} for i, request in enumerate(requests)
+            {"request": self._body(request)[0], "metadata": {"key": f"request-{i}"}}
+            for i, request in enumerate(requests)
         ]
         body = {"batch": {"displayName": "onellm-batch", "inputConfig": {"requests": {"requests": inlined}}}}
-        call = self._call(f"{self._model_path(model)}:batchGenerateContent", body)
-        data = self._json(await self._transport.send(call), "batch")
+        data = await self._json(self._gemini_call(f"{self._model_path(model)}:batchGenerateContent", body), "batch")
         name = data.get("name")
         if not isinstance(name, str) or not name:
             raise MalformedResponseError("the batch answer has no name", provider=self.name)
@@ -345,8 +288,9 @@ class GeminiProvider:
 
     async def get_batch(self, batch_id: str) -> dict[str, Any]:
         """The batch operation as Gemini reports it (`name`, `metadata.state`, `done`, `response`, `error`)."""
-        path = batch_id if batch_id.startswith("batches/") else f"batches/{batch_id}"
-        return self._json(await self._transport.send(self._call(path, None, method="GET")), "batch")
+        name = batch_id.removeprefix("batches/")
+        path = f"batches/{path_segment(name, 'batch name')}"
+        return await self._json(self._gemini_call(path, None, method="GET"), "batch")
 
     async def batch_results(self, batch_id: str) -> list[ChatResponse]:
         """The answers of a finished batch, in the order the requests were submitted. A failed request fails the read,
@@ -388,14 +332,3 @@ class GeminiProvider:
             answers.append((order, decode_generate_content(row["response"])))
         answers.sort(key=lambda pair: pair[0])
         return [answer for _, answer in answers]
-
-    # -- lifetime --------------------------------------------------------------------------------------------------
-
-    async def aclose(self) -> None:
-        await self._transport.aclose()
-
-    async def __aenter__(self) -> GeminiProvider:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()

@@ -9,7 +9,6 @@ their kept raw parts.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from onellm.errors import CapabilityMissingError, UnsupportedParameterError
@@ -29,13 +28,13 @@ from onellm.messages import (
 )
 from onellm.providers._content import asset_base64, asset_media_type, json_text, result_text
 from onellm.providers._request import ChatRequest
+from onellm.providers.gemini._schema import openapi_schema
 
 __all__ = [
     "MADE_UP_ID_PREFIX",
     "PROVIDER",
     "ThinkingStyle",
     "encode_request",
-    "openapi_schema",
 ]
 
 PROVIDER = "gemini"
@@ -244,8 +243,10 @@ def encode_request(
     *,
     schema_form: str = "responseJsonSchema",
     thinking: ThinkingStyle = "auto",
-) -> dict[str, Any]:
-    """The `generateContent` body for a request. Notices about dropped settings are added to `request.warnings`."""
+) -> tuple[dict[str, Any], list[CallWarning]]:
+    """The `generateContent` body for a request, and the notices about settings it dropped (the request is not
+    changed)."""
+    warnings: list[CallWarning] = []
     body: dict[str, Any] = {"contents": _contents(request.messages)}
     if request.system:
         body["systemInstruction"] = {"parts": [{"text": request.system}]}
@@ -255,7 +256,7 @@ def encode_request(
         for tool in request.tools:
             declaration: dict[str, Any] = {"name": tool.name, "description": tool.description}
             if schema_form == "responseSchema":
-                declaration["parameters"] = openapi_schema(tool.input_schema, request.warnings, f"tools.{tool.name}")
+                declaration["parameters"] = openapi_schema(tool.input_schema, warnings, f"tools.{tool.name}")
             else:
                 declaration["parametersJsonSchema"] = dict(tool.input_schema)
             declarations.append(declaration)
@@ -280,19 +281,19 @@ def encode_request(
             config["allowedFunctionNames"] = [choice.tool]
         body["toolConfig"] = {"functionCallingConfig": config}
     if request.parallel_tool_calls is False:
-        request.warnings.append(
+        warnings.append(
             CallWarning(
                 kind="parameter_stripped",
                 message="Gemini has no switch for parallel tool calls; parallel_tool_calls=false was not sent",
             )
         )
     if request.user_id is not None:
-        request.warnings.append(
+        warnings.append(
             CallWarning(
                 kind="parameter_stripped", message="Gemini's generateContent takes no end-user id; user_id was not sent"
             )
         )
-    generation = _generation_config(request, schema_form, thinking)
+    generation = _generation_config(request, schema_form, thinking, warnings)
     if generation:
         body["generationConfig"] = generation
     if request.cache is not None:
@@ -300,7 +301,7 @@ def encode_request(
         if cache.enabled and cache.key is not None and cache.key.startswith("cachedContents/"):
             body["cachedContent"] = cache.key
         else:
-            request.warnings.append(
+            warnings.append(
                 CallWarning(
                     kind="parameter_stripped",
                     message="Gemini caches prompts by itself; only a cache key naming a cachedContents/ resource is "
@@ -310,10 +311,12 @@ def encode_request(
     if request.service_tier is not None:
         body["serviceTier"] = request.service_tier
     body.update(request.extra_parameters)
-    return body
+    return body, warnings
 
 
-def _generation_config(request: ChatRequest, schema_form: str, thinking: ThinkingStyle) -> dict[str, Any]:
+def _generation_config(
+    request: ChatRequest, schema_form: str, thinking: ThinkingStyle, warnings: list[CallWarning]
+) -> dict[str, Any]:
     config: dict[str, Any] = {}
     if request.stop_sequences:
         config["stopSequences"] = list(request.stop_sequences)
@@ -328,16 +331,16 @@ def _generation_config(request: ChatRequest, schema_form: str, thinking: Thinkin
         config["responseMimeType"] = "application/json"
         if fmt.type == "json_schema":
             if schema_form == "responseSchema":
-                config["responseSchema"] = openapi_schema(fmt.schema or {}, request.warnings, "response_format")
+                config["responseSchema"] = openapi_schema(fmt.schema or {}, warnings, "response_format")
             else:
                 config["responseJsonSchema"] = dict(fmt.schema or {})
-    thinking_config = _thinking_config(request, thinking)
+    thinking_config = _thinking_config(request, thinking, warnings)
     if thinking_config:
         config["thinkingConfig"] = thinking_config
     return config
 
 
-def _thinking_config(request: ChatRequest, style: ThinkingStyle) -> dict[str, Any]:
+def _thinking_config(request: ChatRequest, style: ThinkingStyle, warnings: list[CallWarning]) -> dict[str, Any]:
     options = request.reasoning
     if options is None:
         return {}
@@ -354,7 +357,7 @@ def _thinking_config(request: ChatRequest, style: ThinkingStyle) -> dict[str, An
         if budget is not None and effort is None:
             if budget == -1:
                 return config  # dynamic thinking is a level model's default
-            request.warnings.append(
+            warnings.append(
                 CallWarning(
                     kind="parameter_stripped",
                     message=f"{request.model} takes thinking levels, not a token budget; the budget was not sent",
@@ -364,7 +367,7 @@ def _thinking_config(request: ChatRequest, style: ThinkingStyle) -> dict[str, An
             config["thinkingLevel"] = effort.upper()
         return config
     if style == "budget" and effort is not None:
-        request.warnings.append(
+        warnings.append(
             CallWarning(
                 kind="parameter_stripped",
                 message=f"{request.model} takes a thinking budget, not levels; effort {effort!r} was not sent",
@@ -376,96 +379,3 @@ def _thinking_config(request: ChatRequest, style: ThinkingStyle) -> dict[str, An
     if effort is not None:
         config["thinkingLevel"] = effort.upper()
     return config
-
-
-# -- schemas -------------------------------------------------------------------------------------------------------
-
-_OPENAPI_KEYS = {
-    "type",
-    "format",
-    "title",
-    "description",
-    "nullable",
-    "enum",
-    "items",
-    "maxItems",
-    "minItems",
-    "properties",
-    "required",
-    "minProperties",
-    "maxProperties",
-    "minimum",
-    "maximum",
-    "minLength",
-    "maxLength",
-    "pattern",
-    "example",
-    "anyOf",
-    "propertyOrdering",
-    "default",
-}
-
-
-def openapi_schema(schema: Mapping[str, Any], warnings: list[CallWarning], where: str) -> dict[str, Any]:
-    """A JSON Schema as the OpenAPI subset of Gemini's `Schema` message: local `$ref`s inlined, a type list with
-    `null` as `nullable`, `const` as a one-value enum, type names upper-cased; keywords the subset lacks are left out
-    and named in one warning."""
-    definitions: dict[str, Any] = {}
-    for key in ("$defs", "definitions"):
-        found = schema.get(key)
-        if isinstance(found, Mapping):
-            definitions.update({f"#/{key}/{name}": value for name, value in found.items()})
-    dropped: set[str] = set()
-
-    def convert(node: Any, depth: int) -> Any:
-        if not isinstance(node, Mapping):
-            return node
-        if depth > 64:
-            raise UnsupportedParameterError(
-                f"{where}: the schema nests (or refers to itself) too deeply", parameter=where
-            )
-        ref = node.get("$ref")
-        if isinstance(ref, str):
-            target = definitions.get(ref)
-            if target is None:
-                raise UnsupportedParameterError(f"{where}: cannot resolve schema reference {ref!r}", parameter=where)
-            merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
-            return convert(merged, depth + 1)
-        out: dict[str, Any] = {}
-        for key, value in node.items():
-            if key == "type":
-                if isinstance(value, list):
-                    kinds = [str(v) for v in value if v != "null"]
-                    if len(kinds) != len(value):
-                        out["nullable"] = True
-                    if len(kinds) == 1:
-                        out["type"] = kinds[0].upper()
-                    elif kinds:
-                        out["anyOf"] = [{"type": k.upper()} for k in kinds]
-                else:
-                    out["type"] = str(value).upper()
-            elif key == "const":
-                out["enum"] = [value]
-            elif key == "properties" and isinstance(value, Mapping):
-                out["properties"] = {name: convert(sub, depth + 1) for name, sub in value.items()}
-            elif key == "items":
-                out["items"] = convert(value, depth + 1)
-            elif key in ("anyOf", "oneOf") and isinstance(value, list):
-                out["anyOf"] = [convert(sub, depth + 1) for sub in value]
-            elif key in _OPENAPI_KEYS:
-                out[key] = value
-            elif key not in ("$defs", "definitions", "$schema"):
-                dropped.add(key)
-        if "enum" in out and "type" not in out:
-            out["type"] = "STRING"
-        return out
-
-    converted: dict[str, Any] = convert(schema, 0)
-    if dropped:
-        warnings.append(
-            CallWarning(
-                kind="parameter_stripped",
-                message=f"{where}: the OpenAPI schema subset has no {', '.join(sorted(dropped))}; left out",
-            )
-        )
-    return converted

@@ -168,8 +168,8 @@ class ResponseDecoder:
 
     # -- input -----------------------------------------------------------------------------------------------------
 
-    def feed(self, data: bytes) -> list[StreamEvent]:
-        """One streamed chunk's JSON."""
+    def feed(self, data: bytes, event: str | None = None) -> list[StreamEvent]:
+        """One streamed chunk's JSON (Gemini names no events)."""
         try:
             chunk = _decode(data)
         except msgspec.DecodeError as error:
@@ -374,6 +374,10 @@ class ResponseDecoder:
         )
 
     # -- end -------------------------------------------------------------------------------------------------------
+
+    def end(self) -> list[StreamEvent]:
+        """The stream's body ended: the answer ends too, if a finish reason (or a blocked prompt) said it may."""
+        return self.finish(require_finish_reason=True)
 
     def finish(self, *, require_finish_reason: bool = False) -> list[StreamEvent]:
         """The answer ended: close what is open, add grounding, usage and `Done`."""

@@ -1,6 +1,29 @@
-"""The OpenAI wire protocols: Chat Completions (any compatible server) and, for OpenAI itself, Responses."""
+"""The OpenAI wire protocols: Chat Completions (any compatible server) and, for OpenAI itself, Responses. The
+providers load on first use, so the schema rules beside them (`_schema`) can be read without them."""
 
-from onellm.providers.openai._chat import ChatFlavor
-from onellm.providers.openai._provider import OpenAICompatibleProvider, OpenAIProvider, collect
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from onellm.providers.openai._chat import ChatFlavor
+    from onellm.providers.openai._provider import OpenAICompatibleProvider, OpenAIProvider, collect
+
+_LAZY = {
+    "ChatFlavor": "onellm.providers.openai._chat",
+    "OpenAICompatibleProvider": "onellm.providers.openai._provider",
+    "OpenAIProvider": "onellm.providers.openai._provider",
+    "collect": "onellm.providers.openai._provider",
+}
 
 __all__ = ["ChatFlavor", "OpenAICompatibleProvider", "OpenAIProvider", "collect"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -47,7 +47,7 @@ from onellm.messages._events import (
 from onellm.providers._content import asset_base64, asset_url, json_text, result_text, strict_schema
 from onellm.providers._request import ChatRequest, ChatResponse, FinishReason, ToolDefinition
 from onellm.providers._stream import response_from
-from onellm.tools._provider_schemas import for_openai
+from onellm.providers.openai._schema import for_openai
 
 __all__ = [
     "ChatFlavor",
@@ -111,9 +111,12 @@ def finish_reason(value: str | None) -> FinishReason | None:
 # -- request -------------------------------------------------------------------------------------------------------
 
 
-def encode_chat_request(request: ChatRequest, flavor: ChatFlavor, *, stream: bool = False) -> dict[str, Any]:
-    """The request body as plain data, in the order the fields are documented. Adds the codec's notices to
-    `request.warnings`; raises `UnsupportedParameterError` for what the server cannot do at all."""
+def encode_chat_request(
+    request: ChatRequest, flavor: ChatFlavor, *, stream: bool = False
+) -> tuple[dict[str, Any], list[CallWarning]]:
+    """The request body as plain data, in the order the fields are documented, and the codec's notices (the request
+    is not changed); raises `UnsupportedParameterError` for what the server cannot do at all."""
+    warnings: list[CallWarning] = []
     body: dict[str, Any] = {"model": request.model, "messages": _messages(request)}
     if request.max_output_tokens is not None:
         body["max_completion_tokens" if flavor.first_party else "max_tokens"] = request.max_output_tokens
@@ -124,14 +127,14 @@ def encode_chat_request(request: ChatRequest, flavor: ChatFlavor, *, stream: boo
     if request.stop_sequences:
         body["stop"] = list(request.stop_sequences)
     if request.tools:
-        body["tools"] = [_tool(t, request.warnings) for t in request.tools]
-    for hosted in request.hosted_tools:
-        request.warnings.append(
-            CallWarning(
-                kind="parameter_stripped",
-                message=f"hosted tool {hosted.type!r} is not available over Chat Completions and was not sent",
-            )
+        body["tools"] = [_tool(t, warnings) for t in request.tools]
+    warnings.extend(
+        CallWarning(
+            kind="parameter_stripped",
+            message=f"hosted tool {hosted.type!r} is not available over Chat Completions and was not sent",
         )
+        for hosted in request.hosted_tools
+    )
     if request.tool_choice is not None:
         choice = request.tool_choice
         if choice.mode == "tool":
@@ -155,9 +158,7 @@ def encode_chat_request(request: ChatRequest, flavor: ChatFlavor, *, stream: boo
                 )
             schema, strict = dict(fmt.schema or {}), False
             if fmt.strict:
-                schema, strict = strict_schema(
-                    schema, for_openai, what="the answer's schema", warnings=request.warnings
-                )
+                schema, strict = strict_schema(schema, for_openai, what="the answer's schema", warnings=warnings)
             body["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": fmt.name or "output", "schema": schema, "strict": strict},
@@ -166,7 +167,7 @@ def encode_chat_request(request: ChatRequest, flavor: ChatFlavor, *, stream: boo
         if flavor.reasoning_effort:
             body["reasoning_effort"] = request.reasoning.effort
         else:
-            request.warnings.append(
+            warnings.append(
                 CallWarning(
                     kind="parameter_stripped",
                     message=f"{flavor.provider} takes no reasoning effort; 'reasoning_effort' was not sent",
@@ -177,20 +178,20 @@ def encode_chat_request(request: ChatRequest, flavor: ChatFlavor, *, stream: boo
     if request.user_id is not None:
         body["safety_identifier" if flavor.first_party else "user"] = request.user_id
     if request.cache is not None:
-        _cache(body, request, flavor)
+        _cache(body, request, flavor, warnings)
     if stream:
         body["stream"] = True
         if flavor.stream_usage:
             body["stream_options"] = {"include_usage": True}
     body.update(request.extra_parameters)
-    return body
+    return body, warnings
 
 
-def _cache(body: dict[str, Any], request: ChatRequest, flavor: ChatFlavor) -> None:
+def _cache(body: dict[str, Any], request: ChatRequest, flavor: ChatFlavor, warnings: list[CallWarning]) -> None:
     cache = request.cache
     assert cache is not None
     if not cache.enabled:
-        request.warnings.append(
+        warnings.append(
             CallWarning(kind="parameter_stripped", message="prompt caching cannot be turned off on this API")
         )
         return
@@ -552,7 +553,7 @@ class ChatStreamDecoder:
         self._blocks[slot] = index
         return index, True
 
-    def feed(self, data: bytes) -> list[StreamEvent]:
+    def feed(self, data: bytes, event: str | None = None) -> list[StreamEvent]:
         if data == b"[DONE]":
             return self.finish()
         try:
@@ -606,8 +607,12 @@ class ChatStreamDecoder:
             if call.function is not None and call.function.arguments:
                 events.append(ToolCallArgumentsDelta(index, call.function.arguments))
 
+    def end(self) -> list[StreamEvent]:
+        """The body ended without `[DONE]`: the answer may be cut short."""
+        raise MalformedResponseError("the stream ended without [DONE]", provider=self._flavor.provider)
+
     def finish(self) -> list[StreamEvent]:
-        """End of the stream: close what is open, then `Done`. Called on `[DONE]` or when the body ends."""
+        """End of the stream: close what is open, then `Done`. Called on `[DONE]`."""
         if self.finished:
             return []
         if not self._started:

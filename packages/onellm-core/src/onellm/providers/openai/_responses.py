@@ -53,7 +53,7 @@ from onellm.messages._events import (
 from onellm.providers._content import asset_base64, asset_url, json_text, result_text, strict_schema
 from onellm.providers._request import ChatRequest, ChatResponse
 from onellm.providers._stream import response_from
-from onellm.tools._provider_schemas import for_openai
+from onellm.providers.openai._schema import for_openai
 
 __all__ = ["ResponsesStreamDecoder", "decode_response", "encode_responses_request", "response_events"]
 
@@ -74,9 +74,12 @@ HOSTED_ITEMS = {
 
 
 def encode_responses_request(
-    request: ChatRequest, *, stream: bool = False, store: bool = False, properties: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
-    properties = properties or {}
+    request: ChatRequest, *, stream: bool = False, store: bool = False, prompt_cache_options: bool = False
+) -> tuple[dict[str, Any], list[CallWarning]]:
+    """The `/responses` body for a request, and the codec's notices (the request is not changed).
+    `prompt_cache_options`: the model takes a cache time to live as `prompt_cache_options.ttl` (its catalog property
+    `promptCacheOptions`)."""
+    warnings: list[CallWarning] = []
     if request.stop_sequences:
         raise UnsupportedParameterError(
             "the Responses API takes no stop sequences; use Chat Completions for them",
@@ -99,9 +102,7 @@ def encode_responses_request(
         if tool.description:
             item["description"] = tool.description
         if tool.strict:
-            schema, strict = strict_schema(
-                tool.input_schema, for_openai, what=f"tool {tool.name!r}", warnings=request.warnings
-            )
+            schema, strict = strict_schema(tool.input_schema, for_openai, what=f"tool {tool.name!r}", warnings=warnings)
         else:
             schema, strict = dict(tool.input_schema), False
         item["parameters"] = schema
@@ -131,9 +132,7 @@ def encode_responses_request(
         else:
             schema, strict = dict(fmt.schema or {}), False
             if fmt.strict:
-                schema, strict = strict_schema(
-                    schema, for_openai, what="the answer's schema", warnings=request.warnings
-                )
+                schema, strict = strict_schema(schema, for_openai, what="the answer's schema", warnings=warnings)
             body["text"] = {
                 "format": {"type": "json_schema", "name": fmt.name or "output", "schema": schema, "strict": strict}
             }
@@ -144,7 +143,7 @@ def encode_responses_request(
         if request.reasoning.summary is not None:
             reasoning["summary"] = request.reasoning.summary
         if request.reasoning.budget_tokens is not None:
-            request.warnings.append(
+            warnings.append(
                 CallWarning(
                     kind="parameter_stripped",
                     message="OpenAI takes no reasoning token budget; the budget was not sent (use an effort)",
@@ -162,7 +161,7 @@ def encode_responses_request(
     if request.cache is not None:
         cache = request.cache
         if not cache.enabled:
-            request.warnings.append(
+            warnings.append(
                 CallWarning(kind="parameter_stripped", message="prompt caching cannot be turned off on this API")
             )
         else:
@@ -176,14 +175,14 @@ def encode_responses_request(
                 body["prompt_cache_key"] = cache.key
             if cache.ttl is not None:
                 seconds = cache.ttl.total_seconds()
-                if properties.get("promptCacheOptions"):
+                if prompt_cache_options:
                     body["prompt_cache_options"] = {"ttl": "12h" if seconds > 1800 else "30m"}
                 elif seconds >= 3600:
                     body["prompt_cache_retention"] = "24h"
     if stream:
         body["stream"] = True
     body.update(request.extra_parameters)
-    return body
+    return body, warnings
 
 
 def _input(request: ChatRequest, custom: set[str]) -> list[dict[str, Any]]:
@@ -454,26 +453,52 @@ class _Event(msgspec.Struct):
 
 
 _event_decoder = msgspec.json.Decoder(_Event, float_hook=Decimal)
+_ANSWER_EVENTS = (
+    "response.output_",
+    "response.content_part.",
+    "response.function_call_arguments.",
+    "response.custom_tool_call_input.",
+    "response.refusal.",
+    "response.reasoning",
+    "response.completed",
+    "response.incomplete",
+)
+"""Events that carry the answer: before `response.created` they mean the stream is not the answer it claims to be."""
 
 
 class ResponsesStreamDecoder:
-    """Turns each server-sent event of a streamed response into stream events."""
+    """Turns each server-sent event of a streamed response into stream events.
 
-    __slots__ = ("_blocks", "_custom", "_refused", "_tool_called", "finished")
+    An event whose `event:` name and data `type` disagree, and an event of the response before `response.created`,
+    are `MalformedResponseError`.
+    """
+
+    __slots__ = ("_blocks", "_custom", "_refused", "_started", "_tool_called", "finished")
 
     def __init__(self) -> None:
         self._blocks = _Blocks()
         self._custom: dict[int, list[str]] = {}
         self._tool_called = False
         self._refused = False
+        self._started = False
         self.finished = False
 
-    def feed(self, data: bytes) -> list[StreamEvent]:
+    def end(self) -> list[StreamEvent]:
+        """The body ended before the response completed: the answer is not whole."""
+        raise MalformedResponseError("the stream ended before the response completed", provider=PROVIDER)
+
+    def feed(self, data: bytes, event_name: str | None = None) -> list[StreamEvent]:
         try:
             event = _event_decoder.decode(data)
         except (msgspec.DecodeError, msgspec.ValidationError) as error:
             raise MalformedResponseError(f"a stream event does not decode: {error}", provider=PROVIDER) from error
         kind = event.type
+        if event_name is not None and event_name != kind:
+            raise MalformedResponseError(
+                f"a stream event named {event_name!r} holds a {kind!r} event", provider=PROVIDER
+            )
+        if not self._started and kind.startswith(_ANSWER_EVENTS):
+            raise MalformedResponseError(f"a {kind} event came before response.created", provider=PROVIDER)
         if kind == "response.output_text.delta":
             index, _ = self._blocks.get(event.output_index, event.content_index, "text")
             return [TextDelta(index, event.delta or "")]
@@ -500,6 +525,9 @@ class ResponsesStreamDecoder:
         if kind == "response.output_item.done" and event.item is not None:
             return self._item_done(event.output_index, event.item)
         if kind == "response.created" and event.response is not None:
+            if self._started:
+                raise MalformedResponseError("a second response.created in one stream", provider=PROVIDER)
+            self._started = True
             return [MessageStart(model=event.response.model, response_id=event.response.id)]
         if kind in ("response.completed", "response.incomplete") and event.response is not None:
             self.finished = True
