@@ -111,7 +111,7 @@ _SKIPPED: Final = frozenset(
 )
 """Elements dropped with everything inside them while the tree is built."""
 
-_HEAD_ONLY: Final = frozenset({"title", "meta", "link", "base", "style", "script", "noscript", "template"})
+_HEAD_ONLY: Final = frozenset({"title", "meta", "link", "base", "style", "script", "noscript"})
 
 _CLOSES_P: Final = frozenset(
     {
@@ -742,6 +742,7 @@ class _Writer:
         self.root_length = root_length
         self.out: list[str] = []
         self.budget = MAX_WRITTEN
+        self.exhausted = False
 
     def write(self, element: _Element, in_section: bool, layout: bool, language: str | None = None) -> None:
         out = self.out
@@ -749,13 +750,16 @@ class _Writer:
         if own is not None:
             language = own.group(1)
         for child in element.children:
-            if self.budget <= 0:
+            if self.exhausted:
                 return
             if isinstance(child, str):
                 out.append(html.escape(child, quote=False))
                 continue
             if _dropped(child, self.root_length, in_section):
                 continue
+            if self.budget <= 0:
+                self.exhausted = True
+                return
             self.budget -= 1
             name = child.name
             inner_section = in_section or name in ("article", "main", "section")
@@ -844,4 +848,4 @@ def extract(text: str, url: str, *, images: bool = True) -> Extracted:
         writer = _Writer(base, images, body.text_length)
         writer.write(body, False, False)
         result = "".join(writer.out)
-    return Extracted(title, result, base, writer.budget > 0)
+    return Extracted(title, result, base, not writer.exhausted)

@@ -172,9 +172,10 @@ def html_to_markdown(body: bytes | str, *, url: str, content_type: str = "text/h
     Raises:
         BinaryContentError: `content_type` is a binary type, or the body holds NUL bytes.
     """
-    data = body.encode("utf-8") if isinstance(body, str) else body
-    header = content_type if not isinstance(body, str) else f"{media_type(content_type) or 'text/html'}; charset=utf-8"
-    return page_from_body(data, url=url, content_type=header, images=images)
+    if isinstance(body, str):
+        header = f"{media_type(content_type) or 'text/html'}; charset=utf-8"
+        return page_from_body(body.encode("utf-8"), url=url, content_type=header, images=images, given_text=True)
+    return page_from_body(body, url=url, content_type=content_type, images=images)
 
 
 def page_from_body(
@@ -185,8 +186,10 @@ def page_from_body(
     images: bool = True,
     status: int = 200,
     cut: bool = False,
+    given_text: bool = False,
 ) -> WebPage:
-    """The `WebPage` of a body: HTML converted, text kept, binary refused (see `html_to_markdown`)."""
+    """The `WebPage` of a body: HTML converted, text kept, binary refused (see `html_to_markdown`). `given_text` says
+    the caller handed text, so NUL characters are not taken for binary data."""
     from onellm_web._extract import MAX_WRITTEN, extract
 
     kind = kind_of(content_type)
@@ -203,7 +206,7 @@ def page_from_body(
         kind = "html" if _SNIFF_HTML.match(data[:1024]) else "text"
         media = "text/html" if kind == "html" else "text/plain"
     codec, bom = detect(data, content_type, html=kind == "html", cut=cut)
-    if _looks_binary(data, bom) and not codec.startswith("utf-16"):
+    if not given_text and _looks_binary(data, bom) and not codec.startswith("utf-16"):
         raise BinaryContentError(
             f"{url} holds binary data ({len(data)} bytes{f' sent as {media}' if content_type else ''}), not a web "
             "page or text; fetch_webpage_markdown reads HTML and text only",
