@@ -161,6 +161,17 @@ async def test_a_bare_host_is_read_as_https_and_the_fragment_is_not_sent(public:
     assert page.url == "http://www.news.test/pages/no-body/"
 
 
+async def test_a_password_in_the_url_is_never_shown(fresh: Site) -> None:
+    url = f"http://reader:hunter2@127.0.0.1:{fresh.port}"
+    page = await fetch_webpage_markdown(f"{url}/notes.txt", capabilities=LOOPBACK)
+    assert page.url == f"http://reader:****@127.0.0.1:{fresh.port}/notes.txt"
+    assert fresh.requests[0][2]["authorization"] == "Basic cmVhZGVyOmh1bnRlcjI="
+    with pytest.raises(WebPageError) as info:
+        await fetch_webpage_markdown(f"{url}/gone", capabilities=LOOPBACK)
+    assert "hunter2" not in str(info.value)
+    assert info.value.url == f"http://reader:****@127.0.0.1:{fresh.port}/gone"
+
+
 async def test_request_headers(public: Any, fresh: Site) -> None:
     options = WebOptions(client_factory=public.options.client_factory, accept_language="ja,en;q=0.5")
     await fetch_webpage_markdown("http://www.news.test/notes.txt", capabilities=PUBLIC, options=options)

@@ -18,6 +18,7 @@ import threading
 import zlib
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, Final, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 
@@ -130,6 +131,18 @@ def _target(url: str) -> str:
     return text.split("#", 1)[0]
 
 
+def _shown(url: str) -> str:
+    """`url` with the password of its user information masked, for messages and the page's URL."""
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+    except ValueError:
+        return url
+    user, _, host = parts.netloc.rpartition("@")
+    return urlunsplit(parts._replace(netloc=f"{user.split(':', 1)[0]}:****@{host}"))
+
+
 def _client(capabilities: Capabilities, options: WebOptions) -> EgressClient:
     from onellm.capabilities import EgressClient
 
@@ -174,11 +187,11 @@ async def fetch_webpage_markdown(
     headers = {"Accept": _ACCEPT, "Accept-Encoding": "gzip, deflate", "User-Agent": opts.user_agent}
     if opts.accept_language:
         headers["Accept-Language"] = opts.accept_language
-    final = target
+    final = _shown(target)
     try:
         with anyio.fail_after(opts.timeout_seconds):
             async with client.stream("GET", target, headers=headers, timeout=opts.timeout_seconds) as response:
-                final = str(response.url)
+                final = _shown(str(response.url))
                 status = response.status_code
                 content_type = response.headers.get("content-type")
                 if status >= 300:
@@ -202,7 +215,7 @@ async def fetch_webpage_markdown(
     except TimeoutError:
         raise WebPageError(f"GET {final} did not finish within {opts.timeout_seconds:g} s", url=final) from None
     except httpx.TooManyRedirects as exc:
-        raise WebPageError(f"GET {target}: {exc}", url=target) from None
+        raise WebPageError(f"GET {final}: {exc}", url=final) from None
     except httpx.TimeoutException:
         raise WebPageError(f"GET {final} did not finish within {opts.timeout_seconds:g} s", url=final) from None
     except (httpx.HTTPError, OSError) as exc:
