@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from onellm import BadDefinitionError
+from onellm import BadDefinitionError, CapabilityMissingError
 from onellm.capabilities import Capabilities
-from onellm.tools import Tool, ToolReferenceResolver, ToolRegistry, tool
+from onellm.tools import Tool, ToolReferenceResolver, ToolRegistry, _references, tool
 from onellm.yamlio import load_document
 
 
@@ -88,9 +88,92 @@ def test_each_grant_kind_is_named(tmp_path: Path, tool_name: str, advice: str) -
         resolve(f"references:\n  - tools: [{tool_name}]\n", read_only(tmp_path))
 
 
-def test_a_tool_of_an_optional_package_names_the_package(tmp_path: Path) -> None:
-    with pytest.raises(BadDefinitionError, match="comes with the onellm-web package"):
+class FakeEntryPoint:
+    """Stands for an installed distribution's `onellm.tools` entry point."""
+
+    def __init__(self, name: str, load: Any, dist: str = "onellm-web") -> None:
+        self.name = name
+        self._load = load
+        self.dist = type("Dist", (), {"name": dist})()
+
+    def load(self) -> Any:
+        return self._load()
+
+
+def installed(monkeypatch: pytest.MonkeyPatch, *entries: FakeEntryPoint) -> list[str]:
+    """Replace the installed distributions' entry points; returns the names looked up."""
+    asked: list[str] = []
+
+    def lookup(name: str) -> list[Any]:
+        asked.append(name)
+        return [e for e in entries if e.name == name]
+
+    monkeypatch.setattr(_references, "_entry_points", lookup)
+    return asked
+
+
+def test_a_tool_of_an_optional_package_names_the_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    installed(monkeypatch)
+    with pytest.raises(BadDefinitionError, match="comes with the onellm-web package") as info:
         resolve("references:\n  - tools: [fetch_webpage_markdown]\n", Capabilities.any_public_hosts())
+    assert isinstance(info.value, CapabilityMissingError)
+    assert getattr(info.value, "package", None) == "onellm-web"
+    assert (info.value.line, info.value.column) == (2, 13)
+    assert "pip install onellm-web" in str(info.value)
+    with pytest.raises(CapabilityMissingError, match="onellm-web"):
+        resolve("references:\n  - routine: /agent-tools/web/fetch-webpage-markdown\n", Capabilities.any_public_hosts())
+
+
+def test_an_installed_distribution_offers_its_tool_by_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
+    offered = make("fetch_webpage_markdown", "network")
+    asked = installed(monkeypatch, FakeEntryPoint("fetch_webpage_markdown", lambda: lambda: offered))
+    reg = registry()
+    resolver = ToolReferenceResolver(reg, Capabilities.network("a.example"))
+    assert resolver.resolve([{"tools": ["fetch_webpage_markdown"]}]).tools == [offered]
+    assert reg.get("fetch_webpage_markdown") is offered, "the tool found is registered"
+    assert resolver.resolve([{"routine": "/agent-tools/web/fetch-webpage-markdown"}]).tools == [offered]
+    assert asked == ["fetch_webpage_markdown"], "a registered tool is not looked up again"
+    with pytest.raises(BadDefinitionError, match="needs a network grant"):
+        ToolReferenceResolver(registry(), Capabilities.default()).resolve([{"tools": ["fetch_webpage_markdown"]}])
+
+
+def test_an_entry_point_may_name_the_tool_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    offered = make("lookup_docket")
+    installed(monkeypatch, FakeEntryPoint("lookup_docket", lambda: offered, dist="acme-tools"))
+    assert ToolRegistry().find("lookup-docket") is offered
+
+
+def test_discovery_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked = installed(monkeypatch, FakeEntryPoint("fetch_webpage_markdown", lambda: make("fetch_webpage_markdown")))
+    reg = ToolRegistry(installed=False)
+    assert reg.find("fetch_webpage_markdown") is None
+    with pytest.raises(CapabilityMissingError, match="comes with the onellm-web package"):
+        ToolReferenceResolver(reg, {"network"}).resolve([{"tools": ["fetch_webpage_markdown"]}])
+    assert asked == []
+
+
+def _broken() -> Any:
+    raise ImportError("No module named 'markdownify'")
+
+
+@pytest.mark.parametrize(
+    ("load", "message"),
+    [
+        (_broken, "tool 'fetch_webpage_markdown' of onellm-web could not be loaded (ImportError: No module named "),
+        (lambda: lambda: "not a tool", "entry point 'fetch_webpage_markdown' of onellm-web does not give a tool"),
+        (lambda: make("other_name"), "entry point 'fetch_webpage_markdown' of onellm-web does not give a tool"),
+    ],
+)
+def test_an_entry_point_that_fails_is_refused_at_the_entry(
+    monkeypatch: pytest.MonkeyPatch, load: Any, message: str
+) -> None:
+    installed(monkeypatch, FakeEntryPoint("fetch_webpage_markdown", load))
+    with pytest.raises(BadDefinitionError, match=re.escape(message)) as info:
+        resolve("references:\n  - tools: [ask_user, fetch_webpage_markdown]\n", {"network"})
+    assert (info.value.line, info.value.column) == (2, 23)
+    out = resolve("references:\n  - tools: [ask_user, fetch_webpage_markdown]\n", {"network"}, strict=False)
+    assert out.names == ["ask_user"]
+    assert message in out.warnings[0]
 
 
 def test_no_capabilities_grants_nothing() -> None:

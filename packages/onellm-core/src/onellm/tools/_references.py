@@ -14,6 +14,12 @@ granted only when every tool in it is. In strict mode (the default) an unknown o
 lenient mode the entry is dropped with a warning; for a group the warning says the source was left out, and the group's
 tools that are granted are still taken one by one. An entry with `required: false` is dropped with a warning in either
 mode.
+
+Installed distributions offer tools through the `onellm.tools` entry-point group: the entry's name is the tool's name,
+its object a `Tool` or a callable that takes no arguments and returns one. A registry looks a name up there when no
+registered tool has it, and registers what it finds (onellm-web offers `fetch_webpage_markdown` this way). A reference
+to a tool of an optional distribution that is not installed fails with an error that is both a `BadDefinitionError`
+(with the position) and a `CapabilityMissingError` naming the distribution to install.
 """
 
 from __future__ import annotations
@@ -22,13 +28,16 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from onellm._describe import format_path
-from onellm.errors import BadDefinitionError
+from onellm.errors import BadDefinitionError, CapabilityMissingError
 from onellm.tools._tool import GRANT_KINDS, Tool
 
 if TYPE_CHECKING:
     from onellm.capabilities import Capabilities
 
-__all__ = ["KNOWN_PACKAGES", "ResolvedReferences", "ToolReferenceResolver", "ToolRegistry"]
+__all__ = ["ENTRY_POINT_GROUP", "KNOWN_PACKAGES", "ResolvedReferences", "ToolReferenceResolver", "ToolRegistry"]
+
+ENTRY_POINT_GROUP: Final = "onellm.tools"
+"""The entry-point group where installed distributions offer tools by name."""
 
 KNOWN_PACKAGES: Final[Mapping[str, str]] = {
     "fetch_webpage_markdown": "onellm-web",
@@ -58,12 +67,59 @@ def _normalise(name: str) -> str:
     return name.strip().replace("-", "_")
 
 
-class ToolRegistry:
-    """The tools a runtime can hand to agents, by name, and named groups of them (tool files, package sets)."""
+class _PackageMissingError(BadDefinitionError, CapabilityMissingError):
+    """A definition references a tool of an optional distribution that is not installed; `package` names it."""
 
-    def __init__(self, tools: Iterable[Tool[..., Any] | Callable[..., Any]] = ()) -> None:
+    def __init__(self, message: str, *, package: str, **where: Any) -> None:
+        self.package = package
+        """The distribution to install, for example `onellm-web`."""
+        super().__init__(message, **where)
+
+
+def _entry_points(name: str) -> list[Any]:
+    """The `onellm.tools` entry points named `name` among the installed distributions."""
+    from importlib.metadata import entry_points
+
+    return list(entry_points(group=ENTRY_POINT_GROUP, name=name))
+
+
+def _installed_tool(name: str) -> Tool[..., Any] | None:
+    """The tool an installed distribution offers as `name` in the `onellm.tools` entry-point group, or None.
+
+    Raises:
+        CapabilityMissingError: The entry exists but cannot be loaded, or does not give a tool.
+    """
+    for entry in _entry_points(name):
+        dist = getattr(getattr(entry, "dist", None), "name", None) or "its distribution"
+        try:
+            loaded = entry.load()
+            made = loaded if isinstance(loaded, Tool) else loaded()
+        except Exception as exc:
+            raise CapabilityMissingError(
+                f"tool {name!r} of {dist} could not be loaded ({type(exc).__name__}: {exc}); reinstall {dist}"
+            ) from exc
+        if not isinstance(made, Tool) or made.name != name:
+            raise CapabilityMissingError(
+                f"the {ENTRY_POINT_GROUP} entry point {name!r} of {dist} does not give a tool named {name!r}"
+            )
+        return made
+    return None
+
+
+class ToolRegistry:
+    """The tools a runtime can hand to agents, by name, and named groups of them (tool files, package sets).
+
+    Args:
+        tools: Tools (or plain functions) to register.
+        installed: Look a name no registered tool has up among the installed distributions' `onellm.tools` entry
+            points (`find`), and register the tool found.
+    """
+
+    def __init__(self, tools: Iterable[Tool[..., Any] | Callable[..., Any]] = (), *, installed: bool = True) -> None:
         self._tools: dict[str, Tool[..., Any]] = {}
         self._groups: dict[str, tuple[str, ...]] = {}
+        self.installed = installed
+        """Whether `find` falls back to the installed distributions' tools."""
         self.add(*tools)
 
     def add(self, *tools: Tool[..., Any] | Callable[..., Any], replace: bool = False) -> None:
@@ -116,14 +172,26 @@ class ToolRegistry:
         return self._groups.get(name)
 
     def find(self, reference: str) -> Tool[..., Any] | None:
-        """A tool by its name, or by the last path segment of a source path (`-` read as `_`)."""
+        """A tool by its name, or by the last path segment of a source path (`-` read as `_`); then, when `installed`
+        is on, a tool an installed distribution offers under that name, which is registered here.
+
+        Raises:
+            CapabilityMissingError: An installed distribution offers the name but its tool cannot be loaded.
+        """
         direct = self._tools.get(reference) or self._tools.get(_normalise(reference))
         if direct is not None:
             return direct
         last = reference.rstrip("/").rsplit("/", 1)[-1]
         if last.endswith((".yaml", ".yml", ".js", ".json")):
             last = last.rsplit(".", 1)[0]
-        return self._tools.get(last) or self._tools.get(_normalise(last))
+        found = self._tools.get(last) or self._tools.get(_normalise(last))
+        if found is not None or not self.installed:
+            return found
+        name = _normalise(last)
+        made = _installed_tool(name) if name else None
+        if made is not None:
+            self.add(made)
+        return made
 
 
 class ResolvedReferences:
@@ -299,10 +367,15 @@ class _Run:
     def _dotted(self, steps: tuple[str | int, ...]) -> str:
         return format_path(self.base + steps)
 
-    def _refuse(self, index: int, steps: tuple[str | int, ...], message: str, *, optional: bool) -> None:
+    def _refuse(
+        self, index: int, steps: tuple[str | int, ...], message: str, *, optional: bool, package: str | None = None
+    ) -> None:
         if self.strict and not optional:
             line, column = self._where(steps)
-            raise BadDefinitionError(message, file=self.file, line=line, column=column, path=self._dotted(steps))
+            where: dict[str, Any] = {"file": self.file, "line": line, "column": column, "path": self._dotted(steps)}
+            if package is not None:
+                raise _PackageMissingError(message, package=package, **where)
+            raise BadDefinitionError(message, **where)
         self._warn(steps, message + "; the reference was dropped")
         if index not in self.dropped:
             self.dropped.append(index)
@@ -316,14 +389,27 @@ class _Run:
 
     # -- messages
 
+    def _package(self, name: str) -> str | None:
+        return self.r._packages.get(name) or self.r._packages.get(_normalise(name))
+
     def _unknown(self, name: str) -> str:
-        package = self.r._packages.get(name) or self.r._packages.get(_normalise(name))
+        package = self._package(name)
         if package is not None:
             return (
                 f"tool {name!r} comes with the {package} package, which is not installed or not registered; "
-                f"install {package} and register its tools"
+                f"install it (pip install {package}) or register its tools"
             )
         return f"no tool named {name!r} is registered; register it with the runtime's tools (tools.add)"
+
+    def _find(
+        self, index: int, steps: tuple[str | int, ...], name: str, optional: bool
+    ) -> tuple[Tool[..., Any] | None, bool]:
+        """`registry.find`, and whether the entry was refused because an installed tool failed to load."""
+        try:
+            return self.r.registry.find(name), False
+        except CapabilityMissingError as exc:
+            self._refuse(index, steps, str(exc), optional=optional)
+            return None, True
 
     def _ungranted(self, t: Tool[..., Any], missing: list[str]) -> str:
         needs = "; and ".join(_GRANT_ADVICE[kind] for kind in missing)
@@ -377,11 +463,20 @@ class _Run:
         members = self.r.registry.group(source)
         single: Tool[..., Any] | None = None
         if members is None and source_key == "routine":
-            single = self.r.registry.find(source)
+            single, refused = self._find(index, (index, source_key), source, optional)
+            if refused:
+                return
             if single is not None:
                 members = (single.name,)
         if members is None:
-            self._refuse(index, (index, source_key), self._unknown_source(source), optional=optional)
+            last = _normalise(source.rstrip("/").rsplit("/", 1)[-1])
+            self._refuse(
+                index,
+                (index, source_key),
+                self._unknown_source(source),
+                optional=optional,
+                package=self._package(last),
+            )
             return
         if selection is not None:
             for i, name in enumerate(selection):
@@ -412,9 +507,12 @@ class _Run:
             if members is not None and self.r.registry.get(name) is None:
                 self._group(index, (index, "tools", i), name, members, optional)
                 continue
-            t = self.r.registry.find(name)
+            t, refused = self._find(index, (index, "tools", i), name, optional)
             if t is None:
-                self._refuse(index, (index, "tools", i), self._unknown(name), optional=optional)
+                if not refused:
+                    self._refuse(
+                        index, (index, "tools", i), self._unknown(name), optional=optional, package=self._package(name)
+                    )
                 continue
             self._take(index, (index, "tools", i), t, optional)
 
