@@ -33,9 +33,13 @@ def cap_message(text: str, limit: int) -> str:
     """`text` cut at `limit` characters, with a marker saying how much was left out."""
     if len(text) <= limit:
         return text
-    marker = f"\n[... {{}} characters left out of {len(text)}]"
-    keep = max(0, limit - len(marker.format(len(text))))
-    return text[:keep] + marker.format(len(text) - keep)
+    keep = limit
+    for _ in range(4):
+        marker = f"\n[... {len(text) - keep} characters left out of {len(text)}]"
+        if keep + len(marker) == limit:
+            break
+        keep = max(0, limit - len(marker))
+    return text[:keep] + f"\n[... {len(text) - keep} characters left out of {len(text)}]"
 
 
 class JsSandboxError(OnellmError):

@@ -378,8 +378,8 @@
   var settledReason;
   function track(promise) {
     apply(promiseThen, apply(promiseResolve, PromiseCtor, [promise]), [
-      mark(function (value) { status = 'fulfilled'; settledValue = value; }),
-      mark(function (reason) { status = 'rejected'; settledReason = reason; }),
+      mark(function (value) { status = 'fulfilled'; settledValue = value; closed = true; }),
+      mark(function (reason) { status = 'rejected'; settledReason = reason; closed = true; }),
     ]);
   }
   function toNull(key, value) {

@@ -208,6 +208,8 @@ class _Run:
             while self.js(self.context.execute_pending_job):
                 if time.monotonic() > self.deadline:
                     return {"error": self._time()}
+                if self.report(self.control, "status") != "pending":
+                    break  # the script has its result: jobs it left behind do not run
             if self.out_of_memory():
                 return {"error": self._memory()}
             calls = self._take(final=False)
