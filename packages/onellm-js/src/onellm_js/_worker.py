@@ -282,7 +282,6 @@ class _Run:
         if self.control is None:
             return {"head": "", "tail": "", "total": 0}
         try:
-            self.context.gc()
             result: dict[str, Any] = json.loads(self.report(self.control, "console"))
             return result
         except Exception:
