@@ -212,12 +212,12 @@ class _Run:
                     break  # the script has its result: jobs it left behind do not run
             if self.out_of_memory():
                 return {"error": self._memory()}
+            if self.report(self.control, "status") != "pending":
+                # The script has its result: requests it made on the way out are dropped (one-way lines are kept).
+                break
             calls = self._take(final=False)
             if calls:
                 self.channel.send({"t": "calls", "calls": calls})
-            status = self.report(self.control, "status")
-            if status != "pending":
-                break
             if self.report(self.control, "outstanding") == 0:
                 return {
                     "error": _error(
