@@ -366,3 +366,18 @@ def test_errors_name_no_kind_of_the_host() -> None:
     assert len(str(error)) == JsSandboxError.MAX_MESSAGE_CHARS
     assert str(error).endswith("characters left out of 20000]")
     assert error.kind is JsFailure.SCRIPT
+
+
+async def test_a_fault_of_the_host_reaches_the_script_as_a_plain_error(
+    sandbox: JsSandbox, root: Path, make_context: Callable[..., ToolContext], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from onellm_js import _host
+
+    async def broken(self: object, path: str) -> str:
+        raise RuntimeError("host bug with /secret/path")
+
+    monkeypatch.setattr(_host.RunHost, "_read_file", broken)
+    result = await sandbox.run_code(
+        "try { await ctx.readFile('a.txt') } catch (e) { return e.message }", context=make_context(root)
+    )
+    assert result.value == "ctx.readFile: the host could not complete the call"

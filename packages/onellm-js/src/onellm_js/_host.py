@@ -234,6 +234,10 @@ class RunHost:
                 raise ScriptError(f"ctx.{name}: unknown host function or arguments", "type")
         except ScriptError as exc:
             return exc.flavour, exc.message
+        except Exception:
+            # A fault of the host, not of the script: logged here with its traceback, a plain message to the script.
+            _log.warning("ctx.%s failed in the host for %s", name, self.file, exc_info=True)
+            return "error", f"ctx.{name}: the host could not complete the call"
         return True, _ENCODER.encode(value).decode("utf-8")
 
     def _need(self, function: str, capability: str) -> Any:
