@@ -146,7 +146,7 @@ async def test_files_go_through_the_grant(
         "nope.txt": "ctx.readFile: 'nope.txt': no such file",
         ".": "ctx.readFile: '.': is a directory",
         # the grant's checked open refuses a path through a file as a changed path, as read_file does
-        "in.txt/x": "ctx.readFile: 'in.txt/x' is not available (it changed while being opened)",
+        "in.txt/x": "ctx.readFile: 'in.txt/x': no such file",
         "escape": "ctx.writeFile: '../escape.txt' is not available (outside the granted folders)",
         "git": "ctx.writeFile: '.git/config' is not available (a repository control path)",
     }
