@@ -20,6 +20,7 @@ stream from passing as an answer:
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections.abc import AsyncIterator, Callable
 from contextvars import ContextVar
@@ -31,7 +32,7 @@ from onellm.errors import MalformedResponseError, TransportError
 from onellm.messages._events import MessageAccumulator, StreamEvent
 from onellm.providers._errors import clean
 from onellm.providers._request import ChatResponse, FinishReason
-from onellm.providers._sse import SseDecoder, SseEvent
+from onellm.providers._sse import SseDecoder
 
 if TYPE_CHECKING:
     import httpx
@@ -46,6 +47,7 @@ __all__ = [
     "EventStream",
     "collect",
     "collecting_into",
+    "feed_each",
     "response_from",
     "whole_answer_accumulator",
 ]
@@ -102,6 +104,25 @@ class EventDecoder(Protocol):
         ...
 
 
+def feed_each(
+    decoder: EventDecoder,
+    datas: list[bytes],
+    names: list[str | None] | None,
+    start: int,
+    stop: int,
+    out: list[StreamEvent],
+) -> int:
+    """Feed the events `start` to `stop` one by one into `out`, stopping after the end event; returns where it
+    stopped. A decoder may define the same as `feed_batch(datas, names, start, stop, out)` to read a run of events
+    in one loop of its own (the codecs here do); `EventStream` uses it when it is there."""
+    feed = decoder.feed
+    for position in range(start, stop):
+        out += feed(datas[position], None if names is None else names[position])
+        if decoder.finished:
+            return position + 1
+    return stop
+
+
 def response_from(
     accumulator: MessageAccumulator,
     warnings: list[CallWarning] | None = None,
@@ -153,6 +174,7 @@ async def collect(events: AsyncIterator[StreamEvent], warnings: list[CallWarning
 
 
 _NO_EVENTS: Final[list[StreamEvent]] = []
+_NO_DATA: Final[list[bytes]] = []
 _BATCH: Final = 64
 """How many server-sent events one read decodes at most, after the first."""
 
@@ -169,11 +191,13 @@ class EventStream:
         "_batch",
         "_call",
         "_chunks",
+        "_datas",
         "_deadline",
         "_decoder",
         "_done",
+        "_feed",
         "_last",
-        "_pending",
+        "_names",
         "_pending_at",
         "_position",
         "_prepare",
@@ -203,7 +227,12 @@ class EventStream:
         self._sse = SseDecoder(provider=provider)
         self._ready: list[StreamEvent] = _NO_EVENTS
         self._position = 0
-        self._pending: list[SseEvent] = []
+        feed_batch = getattr(decoder, "feed_batch", None)
+        self._feed: Callable[[list[bytes], list[str | None] | None, int, int, list[StreamEvent]], int] = (
+            feed_batch if feed_batch is not None else functools.partial(feed_each, decoder)
+        )
+        self._datas: list[bytes] = _NO_DATA  # the data of the events read and not yet decoded, and their names
+        self._names: list[str | None] | None = None
         self._pending_at = 0
         self._batch = 1
         self._done = False
@@ -274,52 +303,45 @@ class EventStream:
         if self._chunks is None:
             await self._start()
         decoder = self._decoder
-        feed = decoder.feed
-        sse = self._sse
+        feed = self._feed
         out: list[StreamEvent] = []
         while True:
-            pending = self._pending
+            datas = self._datas
             position = self._pending_at
-            count = len(pending)
-            if self._batch == 1:  # the first events: one at a time until one gives something
-                while position < count and not out:
-                    event = pending[position]
-                    position += 1
-                    if decoder.finished:
-                        self._after_end()
-                    out = feed(event.data, event.event)
-            else:
-                stop = position + self._batch
-                for event in pending[position:stop] if position or stop < count else pending:
-                    if decoder.finished:
-                        self._after_end()
-                    out += feed(event.data, event.event)
-                position = min(stop, count)
-            self._pending_at = position
-            if decoder.finished:
-                await self._finish(position < count)
-                return out
-            if out:
-                self._batch = _BATCH
-                return out
-            if position < count:  # a batch of events that make nothing (pings): read on in what arrived
-                continue
+            count = len(datas)
+            if position < count:
+                names = self._names
+                if self._batch == 1:  # the first events: one at a time until one gives something
+                    while position < count and not out and not decoder.finished:
+                        position = feed(datas, names, position, position + 1, out)
+                else:
+                    position = feed(datas, names, position, min(position + self._batch, count), out)
+                self._pending_at = position
+                if decoder.finished:
+                    await self._finish(position < count)
+                    return out
+                if out:
+                    self._batch = _BATCH
+                    return out
+                if position < count:  # a batch of events that make nothing (pings): read on in what arrived
+                    continue
             chunk = await self._next_chunk()
             if chunk is None:  # the body ended
-                for event in sse.close():
+                for event in self._sse.close():
                     if decoder.finished:
                         self._after_end()
-                    out.extend(feed(event.data, event.event))
+                    out.extend(decoder.feed(event.data, event.event))
                 if not decoder.finished:
                     out.extend(decoder.end())
                 self._done = True
                 await self._release()
                 return out
-            events = sse.feed(chunk)
+            datas, names = self._sse.read(chunk)
             now = time.monotonic()
-            if events:
+            if datas:
                 self._last = now
-                self._pending = events
+                self._datas = datas
+                self._names = names
                 self._pending_at = 0
             transport = self._transport
             if transport.stream_timeout is not None and now > self._deadline:
@@ -327,7 +349,7 @@ class EventStream:
                     f"the stream ran longer than {transport.stream_timeout:g} s", provider=self._provider
                 )
             idle = transport.stream_idle_timeout
-            if idle is not None and not events and now - self._last > idle:
+            if idle is not None and not datas and now - self._last > idle:
                 raise TransportError(f"the stream sent no event for {idle:g} s", provider=self._provider)
 
     async def _finish(self, more: bool) -> None:

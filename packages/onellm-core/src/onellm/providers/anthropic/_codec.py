@@ -755,6 +755,15 @@ class _Event(msgspec.Struct):
 
 
 _event_decoder = msgspec.json.Decoder(_Event, float_hook=Decimal)
+
+
+def _decode_event(data: bytes) -> _Event:
+    try:
+        return _event_decoder.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as error:
+        raise MalformedResponseError(f"a stream event does not decode: {error}", provider=PROVIDER) from error
+
+
 _MESSAGE_EVENTS = frozenset(
     {"content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop"}
 )
@@ -839,10 +848,31 @@ class MessagesStreamDecoder:
         )
 
     def feed(self, data: bytes, event_name: str | None = None) -> list[StreamEvent]:
-        try:
-            event = _event_decoder.decode(data)
-        except (msgspec.DecodeError, msgspec.ValidationError) as error:
-            raise MalformedResponseError(f"a stream event does not decode: {error}", provider=PROVIDER) from error
+        return self._event(_decode_event(data), event_name, data)
+
+    def feed_batch(
+        self, datas: list[bytes], names: list[str | None] | None, start: int, stop: int, out: list[StreamEvent]
+    ) -> int:
+        """Decode the events `start` to `stop` into `out`; stops after `message_stop` and returns where it stopped."""
+        opened = self._open
+        for position in range(start, stop):
+            data = datas[position]
+            event = _decode_event(data)
+            name = None if names is None else names[position]
+            if event.type == "content_block_delta" and self._started and (name is None or name == event.type):
+                # the common event: one more piece of an open text block
+                delta = event.delta
+                block = opened.get(event.index)
+                if delta is not None and delta.type == "text_delta" and block is not None and block.kind == "text":
+                    if delta.text:
+                        out.append(TextDelta(event.index, delta.text))
+                    continue
+            out += self._event(event, name, data)
+            if self.finished:
+                return position + 1
+        return stop
+
+    def _event(self, event: _Event, event_name: str | None, data: bytes) -> list[StreamEvent]:
         kind = event.type
         if event_name is not None and event_name != kind:
             raise MalformedResponseError(

@@ -532,7 +532,17 @@ class ChatStreamDecoder:
     (by the wire's own tool-call index). `[DONE]` ends the stream; an `error` object mid-stream is a `ProviderError`.
     """
 
-    __slots__ = ("_blocks", "_finish", "_flavor", "_open_calls", "_refused", "_started", "_usage", "finished")
+    __slots__ = (
+        "_blocks",
+        "_finish",
+        "_flavor",
+        "_open_calls",
+        "_refused",
+        "_started",
+        "_text",
+        "_usage",
+        "finished",
+    )
 
     def __init__(self, flavor: ChatFlavor) -> None:
         self._flavor = flavor
@@ -542,6 +552,7 @@ class ChatStreamDecoder:
         self._finish: str | None = None
         self._refused = False
         self._usage: Usage | None = None
+        self._text: int | None = None  # the text block's index, once it has one
         self.finished = False
 
     def _index(self, kind: str, key: int = 0) -> tuple[int, bool]:
@@ -554,17 +565,52 @@ class ChatStreamDecoder:
         return index, True
 
     def feed(self, data: bytes, event: str | None = None) -> list[StreamEvent]:
-        if data == b"[DONE]":
-            return self.finish()
-        try:
-            chunk = _chunk_decoder.decode(data)
-        except (msgspec.DecodeError, msgspec.ValidationError) as error:
-            raise MalformedResponseError(
-                f"a streamed chunk does not decode: {error}", provider=self._flavor.provider
-            ) from error
+        events: list[StreamEvent] = []
+        self.feed_batch([data], None, 0, 1, events)
+        return events
+
+    def feed_batch(
+        self, datas: list[bytes], names: list[str | None] | None, start: int, stop: int, out: list[StreamEvent]
+    ) -> int:
+        """Decode the events `start` to `stop` into `out`; stops after `[DONE]` and returns where it stopped."""
+        decode = _chunk_decoder.decode
+        for position in range(start, stop):
+            data = datas[position]
+            if data == b"[DONE]":
+                out += self.finish()
+                return position + 1
+            try:
+                chunk = decode(data)
+            except (msgspec.DecodeError, msgspec.ValidationError) as error:
+                raise MalformedResponseError(
+                    f"a streamed chunk does not decode: {error}", provider=self._flavor.provider
+                ) from error
+            choices = chunk.choices
+            if self._text is not None and len(choices) == 1 and chunk.usage is None and chunk.error is None:
+                # the common chunk: one more piece of text
+                choice = choices[0]
+                delta = choice.delta
+                if (
+                    choice.index == 0
+                    and delta is not None
+                    and delta.content
+                    and choice.finish_reason is None
+                    and not (
+                        delta.reasoning_content
+                        or delta.reasoning
+                        or delta.annotations
+                        or delta.refusal
+                        or delta.tool_calls
+                    )
+                ):
+                    out.append(TextDelta(self._text, delta.content))
+                    continue
+            self._chunk(chunk, out)
+        return stop
+
+    def _chunk(self, chunk: _Chunk, events: list[StreamEvent]) -> None:
         if chunk.error is not None:
             raise ProviderError(chunk.error.message or "the stream reported an error", provider=self._flavor.provider)
-        events: list[StreamEvent] = []
         if not self._started:
             self._started = True
             events.append(MessageStart(model=chunk.model, response_id=chunk.id))
@@ -581,7 +627,6 @@ class ChatStreamDecoder:
             if usage is not None:
                 self._usage = usage
                 events.append(UsageEvent(usage))
-        return events
 
     def _delta(self, delta: _Delta, events: list[StreamEvent]) -> None:
         reasoning = delta.reasoning_content or delta.reasoning
@@ -590,9 +635,11 @@ class ChatStreamDecoder:
             events.append(ReasoningDelta(index, reasoning))
         if delta.content:
             index, _ = self._index("text")
+            self._text = index
             events.append(TextDelta(index, delta.content))
         if delta.annotations:
             index, _ = self._index("text")
+            self._text = index
             events.extend(AnnotationEvent(index, a) for a in _annotations(delta.annotations))
         if delta.refusal:
             self._refused = True

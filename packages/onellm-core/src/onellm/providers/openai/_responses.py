@@ -453,6 +453,15 @@ class _Event(msgspec.Struct):
 
 
 _event_decoder = msgspec.json.Decoder(_Event, float_hook=Decimal)
+
+
+def _decode_event(data: bytes) -> _Event:
+    try:
+        return _event_decoder.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as error:
+        raise MalformedResponseError(f"a stream event does not decode: {error}", provider=PROVIDER) from error
+
+
 _ANSWER_EVENTS = (
     "response.output_",
     "response.content_part.",
@@ -488,10 +497,27 @@ class ResponsesStreamDecoder:
         raise MalformedResponseError("the stream ended before the response completed", provider=PROVIDER)
 
     def feed(self, data: bytes, event_name: str | None = None) -> list[StreamEvent]:
-        try:
-            event = _event_decoder.decode(data)
-        except (msgspec.DecodeError, msgspec.ValidationError) as error:
-            raise MalformedResponseError(f"a stream event does not decode: {error}", provider=PROVIDER) from error
+        return self._event(_decode_event(data), event_name)
+
+    def feed_batch(
+        self, datas: list[bytes], names: list[str | None] | None, start: int, stop: int, out: list[StreamEvent]
+    ) -> int:
+        """Decode the events `start` to `stop` into `out`; stops after the response's end and returns where it
+        stopped."""
+        blocks = self._blocks
+        for position in range(start, stop):
+            event = _decode_event(datas[position])
+            name = None if names is None else names[position]
+            kind = event.type
+            if kind == "response.output_text.delta" and self._started and (name is None or name == kind):
+                out.append(TextDelta(blocks.get(event.output_index, event.content_index, "text")[0], event.delta or ""))
+                continue
+            out += self._event(event, name)
+            if self.finished:
+                return position + 1
+        return stop
+
+    def _event(self, event: _Event, event_name: str | None) -> list[StreamEvent]:
         kind = event.type
         if event_name is not None and event_name != kind:
             raise MalformedResponseError(
