@@ -11,7 +11,7 @@ from onellm import Runtime
 from onellm.catalog import Catalog
 from onellm.instances import Instance, MemoryInstanceStore, new_instance_id
 from onellm.messages import Message, TextPart
-from onellm.messages._events import TextDelta
+from onellm.messages._events import TextDelta, UsageEvent
 from onellm.providers._request import ChatRequest
 from onellm.providers.anthropic import AnthropicProvider
 from onellm.providers.gemini import GeminiProvider
@@ -73,13 +73,12 @@ class OnellmClient:
         usage = None
         try:
             async for event in events:
-                kind = type(event).__name__
                 if type(event) is TextDelta:
                     text = event.text
                     pieces.append(text if type(text) is str else text.decode())
                     if first_only:
                         break
-                elif kind == "UsageEvent":
+                elif type(event) is UsageEvent:
                     usage = event.usage if usage is None else usage.merge(event.usage)
         finally:
             await events.aclose()

@@ -287,6 +287,11 @@ class MessageAccumulator:
             MalformedResponseError: an event uses an index already taken by a block of another kind, or arrives
                 after `Done`.
         """
+        if type(event) is TextDelta and not self._done:  # the common event: more text for a text block
+            block = self._blocks.get(event.index)
+            if block is not None and block.kind == _TEXT:
+                block.pieces.append(event.text)
+                return
         if self._done:
             raise MalformedResponseError(f"stream event {type(event).__name__} after Done")
         if isinstance(event, TextDelta):

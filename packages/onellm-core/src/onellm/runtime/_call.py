@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -539,6 +539,10 @@ class StreamingAnswer(AsyncIterator[StreamEvent], Generic[T]):
         self._start = start
         self._call: ModelCall | None = None
         self._events: AsyncIterator[StreamEvent] | None = None
+        self._batches: Callable[[], Awaitable[list[StreamEvent]]] | None = None
+        self._ready: list[StreamEvent] = []
+        self._position = 0
+        self._add: Callable[[StreamEvent], None] | None = None
         self._result: AskResult[Any] | None = None
         self._error: BaseException | None = None
         self._done = False
@@ -547,6 +551,23 @@ class StreamingAnswer(AsyncIterator[StreamEvent], Generic[T]):
         return self
 
     async def __anext__(self) -> StreamEvent:
+        position = self._position
+        ready = self._ready
+        if position < len(ready):  # the events of a run already read: into the answer, and out
+            self._position = position + 1
+            event = ready[position]
+            add = self._add
+            assert add is not None
+            try:
+                add(event)
+            except Exception as error:
+                await self._fail(error)
+                raise
+            return event
+        return await self._advance()
+
+    async def _advance(self) -> StreamEvent:
+        """The next event when none is ready: opens the call, reads the provider's next run of events, or ends."""
         if self._done:
             if self._error is not None:
                 raise self._error
@@ -556,14 +577,18 @@ class StreamingAnswer(AsyncIterator[StreamEvent], Generic[T]):
         call = self._call
         assert call is not None
         assert self._events is not None
-        assert call.accumulator is not None
+        assert self._add is not None
         try:
-            if call.raw is None:
-                event = await self._events.__anext__()
-            else:
-                with call._capturing():
-                    event = await self._events.__anext__()
-            call.accumulator.add(event)
+            with call._capturing():
+                if self._batches is not None:
+                    events = await self._batches()
+                    if not events:
+                        raise StopAsyncIteration
+                else:
+                    events = [await self._events.__anext__()]
+            self._ready = events
+            self._position = 1
+            self._add(events[0])
         except StopAsyncIteration:
             self._done = True
             try:
@@ -574,16 +599,23 @@ class StreamingAnswer(AsyncIterator[StreamEvent], Generic[T]):
             raise
         except anyio.get_cancelled_exc_class() as cancelled:
             self._done = True
+            self._ready = []
             await self._close_events()
             self._error = await call._cancelled(cancelled)
             raise self._error from cancelled
         except Exception as error:
-            self._done = True
-            self._error = error
-            await self._close_events()
-            await call._failed(error)
+            await self._fail(error)
             raise
-        return event
+        return events[0]
+
+    async def _fail(self, error: Exception) -> None:
+        self._done = True
+        self._ready = []
+        self._error = error
+        await self._close_events()
+        call = self._call
+        assert call is not None
+        await call._failed(error)
 
     async def _open(self) -> None:
         try:
@@ -604,6 +636,9 @@ class StreamingAnswer(AsyncIterator[StreamEvent], Generic[T]):
                 raise
             raise StopAsyncIteration
         self._events = opened
+        self._batches = getattr(opened, "next_batch", None)  # an EventStream hands over its events in runs
+        assert call.accumulator is not None
+        self._add = call.accumulator.add
 
     async def _close_events(self) -> None:
         events = self._events
@@ -639,6 +674,7 @@ class StreamingAnswer(AsyncIterator[StreamEvent], Generic[T]):
         """Stop reading. A stream left part-way saves its instance `stopped` with `cancelled: true`."""
         if self._call is not None and not self._done:
             self._done = True
+            self._ready = []
             await self._close_events()
             self._error = await self._call._cancelled(RuntimeError("the stream was closed before it ended"))
 

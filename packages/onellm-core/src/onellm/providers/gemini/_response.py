@@ -239,8 +239,10 @@ class ResponseDecoder:
         """What `feed_object` does with a chunk of text parts, read from its typed form; False (and nothing done)
         when a candidate other than the first is in it."""
         candidates = chunk.candidates
-        if candidates is not None and any(c.index for c in candidates):
-            return False
+        if candidates is not None:
+            for candidate in candidates:
+                if candidate.index:
+                    return False
         if not self._started:
             self._started = True
             self.model = chunk.modelVersion
@@ -252,7 +254,13 @@ class ResponseDecoder:
             content = candidate.content
             if content is not None and content.parts:
                 for part in content.parts:
-                    self._text_part(part.text, part.thought, part.thoughtSignature, events)
+                    text = part.text
+                    index = self._text
+                    if index is not None and text and not part.thought and part.thoughtSignature is None:
+                        self._texts[-1][1].append(text)  # more of the open text block
+                        events.append(TextDelta(index, text))
+                    else:
+                        self._text_part(text, part.thought, part.thoughtSignature, events)
             if candidate.finishReason is not None:
                 self._finish = candidate.finishReason
         return True
