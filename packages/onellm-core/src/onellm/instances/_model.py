@@ -53,6 +53,7 @@ from onellm.instances._parts import (
     same,
 )
 from onellm.messages import Message, Timestamp
+from onellm.messages._memo import memo_of, snapshot
 
 if TYPE_CHECKING:
     from onellm.definitions import Definition
@@ -267,6 +268,9 @@ class Instance:
     _empty_lists: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
     _source: _Source | None = field(default=None, init=False, repr=False, compare=False)
     _blocks: dict[int, tuple[Message, str]] = field(default_factory=dict, init=False, repr=False, compare=False)
+    # Messages that may still be completed in place (no answer yet, or a tool call without its result), each with a
+    # snapshot of what it held when its text was read or written: that text is used again only while it still does.
+    _open: dict[int, tuple[Message, Any]] = field(default_factory=dict, init=False, repr=False, compare=False)
     # The loaded text's message blocks, cut apart only when a save first asks for them: the text, where the entries
     # start, their indentation, and the messages read from them.
     _uncut: tuple[str, int, int, tuple[Message, ...]] | None = field(
@@ -369,7 +373,9 @@ class Instance:
         copy.run_started_at = None
         copy.forked_from = ForkOrigin(instance_id=self.id, message_id=messages[-1].id if messages else None)
         copy.messages = messages
+        self._settle()
         copy._blocks = {id(m): self._blocks[id(m)] for m in messages if self._block_of(m) is not None}
+        copy._open = {key: entry for key, entry in self._open.items() if key in copy._blocks}
         if "messages" in self._empty_lists:
             copy._empty_lists.add("messages")
         source = self._source
@@ -532,6 +538,7 @@ class Instance:
             inst._blocks = {id(msg): (msg, block) for msg, block in zip(messages, texts, strict=True)}
         if layout.explicit_empty:
             inst._empty_lists.add("messages")
+        inst._watch(messages)
         inst._source = _Source(
             text=text,
             header=inst._header_data(),
@@ -558,6 +565,7 @@ class Instance:
                 raise
             line, column = locate(text, parse_path(exc.path))
             raise BadDefinitionError(exc.detail, file=file, line=line, column=column, path=exc.path) from None
+        inst._watch(inst.messages)
         inst._source = _Source(text=text, header=inst._header_data(), messages=tuple(inst.messages))
         return inst
 
@@ -566,8 +574,25 @@ class Instance:
         model. Only needed after editing a message object in place, which the format's rule (messages are immutable
         once appended) otherwise forbids."""
         self._blocks = {}
+        self._open = {}
         self._uncut = None
         self._source = None
+
+    def _watch(self, messages: list[Message]) -> None:
+        """Snapshot the messages just read that may still be completed in place."""
+        self._open = {id(m): (m, snapshot(m)) for m in messages if _may_change(m)}
+
+    def _settle(self) -> bool:
+        """Forget the kept text of every message that may still be completed and changed since; True when one did."""
+        changed = [key for key, (msg, stamp) in self._open.items() if stamp is None or snapshot(msg) != stamp]
+        if not changed:
+            return False
+        if self._uncut is not None:
+            self._block_of(self._open[changed[0]][0])  # cut the loaded text first, so the blocks can be forgotten
+        for key in changed:
+            del self._open[key]
+            self._blocks.pop(key, None)
+        return True
 
     def _block_of(self, msg: Message) -> str | None:
         if self._uncut is not None:
@@ -587,9 +612,12 @@ class Instance:
         source = self._source
         messages = self.messages
         header_text: str | None = None
+        changed = self._settle()
         if source is not None and same(header, source.header):
-            if len(messages) == len(source.messages) and all(
-                a is b for a, b in zip(messages, source.messages, strict=True)
+            if (
+                not changed
+                and len(messages) == len(source.messages)
+                and all(a is b for a, b in zip(messages, source.messages, strict=True))
             ):
                 return source.text
             header_text = source.header_text
@@ -606,14 +634,31 @@ class Instance:
             prefix = source.prefix
             indent = source.indent
         blocks: dict[int, tuple[Message, str]] = {}
+        watched: dict[int, tuple[Message, Any]] = {}
+        kept = self._open
         if messages:
             parts.append(messages_line)
             parts.append(prefix)
             last = len(messages) - 1
+            key = ("yaml", indent)
             for i, msg in enumerate(messages):
                 block = self._block_of(msg)
+                stamp: Any = None
                 if block is None:
-                    block = yamlio.emit_block(msg.to_data(), indent)
+                    # A block another instance wrote, from this very message as it is now; else written here.
+                    memo = memo_of(msg)
+                    if memo is not None:
+                        stamp = memo.stamp
+                        block = memo.get(key)
+                    if block is None:
+                        block = yamlio.emit_block(msg.to_data(), indent)
+                        if memo is not None:
+                            memo.put(key, block)
+                if _may_change(msg):
+                    entry = kept.get(id(msg))
+                    watched[id(msg)] = (
+                        entry if entry is not None and entry[0] is msg else (msg, stamp if stamp else snapshot(msg))
+                    )
                 blocks[id(msg)] = (msg, block)
                 parts.append(block)
                 if i != last and not block.endswith("\n"):
@@ -624,6 +669,7 @@ class Instance:
             prefix = ""
         text = "".join(parts)
         self._blocks = blocks
+        self._open = watched
         self._uncut = None
         self._source = _Source(
             text=text,
@@ -664,6 +710,13 @@ class Instance:
                 untouched.
         """
         write_atomic(Path(path), self.dumps().encode("utf-8"), durable=durable, operation="save")
+
+
+def _may_change(msg: Message) -> bool:
+    """A message that may still be completed in place: no answer yet, or a tool call without its result."""
+    if not msg.assistant and not msg.tool_calls:
+        return True
+    return any(call.result is None for call in msg.tool_calls)
 
 
 def read_header(text: str | bytes, *, file: str | None = None) -> dict[str, Any]:

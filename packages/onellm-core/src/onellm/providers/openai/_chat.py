@@ -47,6 +47,7 @@ from onellm.messages._events import (
 from onellm.providers._content import asset_base64, asset_url, json_text, result_text, strict_schema
 from onellm.providers._request import ChatRequest, ChatResponse, FinishReason, ToolDefinition
 from onellm.providers._stream import response_from
+from onellm.providers._wire import fragment, reused
 from onellm.providers.openai._schema import for_openai
 
 __all__ = [
@@ -112,12 +113,13 @@ def finish_reason(value: str | None) -> FinishReason | None:
 
 
 def encode_chat_request(
-    request: ChatRequest, flavor: ChatFlavor, *, stream: bool = False
+    request: ChatRequest, flavor: ChatFlavor, *, stream: bool = False, reuse: bool = False
 ) -> tuple[dict[str, Any], list[CallWarning]]:
     """The request body as plain data, in the order the fields are documented, and the codec's notices (the request
-    is not changed); raises `UnsupportedParameterError` for what the server cannot do at all."""
+    is not changed); raises `UnsupportedParameterError` for what the server cannot do at all. `reuse`: each message's
+    wire messages are encoded once while it is unchanged and sent as `msgspec.Raw` fragments (`providers._wire`)."""
     warnings: list[CallWarning] = []
-    body: dict[str, Any] = {"model": request.model, "messages": _messages(request)}
+    body: dict[str, Any] = {"model": request.model, "messages": _messages(request, reuse)}
     if request.max_output_tokens is not None:
         body["max_completion_tokens" if flavor.first_party else "max_tokens"] = request.max_output_tokens
     if request.temperature is not None:
@@ -221,20 +223,37 @@ def _tool(tool: ToolDefinition, warnings: list[CallWarning]) -> dict[str, Any]:
     return {"type": "function", "function": function}
 
 
-def _messages(request: ChatRequest) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+def _messages(request: ChatRequest, reuse: bool) -> list[Any]:
+    out: list[Any] = []
     if request.system:
         out.append({"role": "system", "content": request.system})
     for message in request.messages:
-        if message.user:
-            out.append({"role": "user", "content": _user_content(message)})
-        if message.assistant or message.tool_calls:
-            out.append(_assistant(message))
-            out.extend(
-                {"role": "tool", "tool_call_id": call.id or "", "content": result_text(call.result)}
-                for call in message.tool_calls
-                if call.result is not None
-            )
+        if reuse:
+            out += reused(message, _KEY, _fragments)
+        else:
+            out += _wire_messages(message)
+    return out
+
+
+_KEY = ("openai-chat",)
+
+
+def _fragments(message: Message) -> tuple[tuple[msgspec.Raw, ...], bool]:
+    return tuple(fragment(wire) for wire in _wire_messages(message)), True
+
+
+def _wire_messages(message: Message) -> list[dict[str, Any]]:
+    """One turn's wire messages: the user's, the assistant's, then one per tool result."""
+    out: list[dict[str, Any]] = []
+    if message.user:
+        out.append({"role": "user", "content": _user_content(message)})
+    if message.assistant or message.tool_calls:
+        out.append(_assistant(message))
+        out.extend(
+            {"role": "tool", "tool_call_id": call.id or "", "content": result_text(call.result)}
+            for call in message.tool_calls
+            if call.result is not None
+        )
     return out
 
 

@@ -53,6 +53,7 @@ from onellm.messages._events import (
 from onellm.providers._content import asset_base64, asset_url, json_text, result_text, strict_schema
 from onellm.providers._request import ChatRequest, ChatResponse
 from onellm.providers._stream import response_from
+from onellm.providers._wire import fragment, reused
 from onellm.providers.openai._schema import for_openai
 
 __all__ = ["ResponsesStreamDecoder", "decode_response", "encode_responses_request", "response_events"]
@@ -74,11 +75,17 @@ HOSTED_ITEMS = {
 
 
 def encode_responses_request(
-    request: ChatRequest, *, stream: bool = False, store: bool = False, prompt_cache_options: bool = False
+    request: ChatRequest,
+    *,
+    stream: bool = False,
+    store: bool = False,
+    prompt_cache_options: bool = False,
+    reuse: bool = False,
 ) -> tuple[dict[str, Any], list[CallWarning]]:
     """The `/responses` body for a request, and the codec's notices (the request is not changed).
     `prompt_cache_options`: the model takes a cache time to live as `prompt_cache_options.ttl` (its catalog property
-    `promptCacheOptions`)."""
+    `promptCacheOptions`). `reuse`: each message's input items are encoded once while it is unchanged and sent as
+    `msgspec.Raw` fragments (`providers._wire`)."""
     warnings: list[CallWarning] = []
     if request.stop_sequences:
         raise UnsupportedParameterError(
@@ -87,7 +94,7 @@ def encode_responses_request(
             model=request.model,
         )
     custom = {h.name for h in request.hosted_tools if h.type == "custom" and h.name}
-    body: dict[str, Any] = {"model": request.model, "input": _input(request, custom)}
+    body: dict[str, Any] = {"model": request.model, "input": _input(request, custom, reuse)}
     if request.system:
         body["instructions"] = request.system
     if request.max_output_tokens is not None:
@@ -185,13 +192,28 @@ def encode_responses_request(
     return body, warnings
 
 
-def _input(request: ChatRequest, custom: set[str]) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
+def _input(request: ChatRequest, custom: set[str], reuse: bool) -> list[Any]:
+    items: list[Any] = []
     for message in request.messages:
-        if message.user:
-            items.append({"role": "user", "content": _user_content(message.user)})
-        if message.assistant or message.tool_calls:
-            _assistant_items(message, custom, items)
+        if not reuse:
+            items += _message_items(message, custom)
+            continue
+        # a custom tool's calls are written their own way: the names of the request's custom tools are in the key
+        key = ("openai-responses", tuple(sorted(custom)) if custom and message.tool_calls else ())
+        items += reused(message, key, _fragments, custom)
+    return items
+
+
+def _fragments(message: Message, custom: set[str]) -> tuple[tuple[msgspec.Raw, ...], bool]:
+    return tuple(fragment(item) for item in _message_items(message, custom)), True
+
+
+def _message_items(message: Message, custom: set[str]) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    if message.user:
+        items.append({"role": "user", "content": _user_content(message.user)})
+    if message.assistant or message.tool_calls:
+        _assistant_items(message, custom, items)
     return items
 
 
