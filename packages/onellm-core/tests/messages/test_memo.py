@@ -119,8 +119,8 @@ def test_a_new_instance_over_written_messages_writes_their_blocks_without_encodi
     messages = [message() for _ in range(5)]
     for i, msg in enumerate(messages):
         msg.id = f"m{i}"
-    first = Instance(id="a", messages=list(messages))
-    text = first.dumps()
+    text = Instance(id="a", messages=list(messages)).dumps()
+    assert Instance(id="z", messages=list(messages)).dumps()  # written a second time: now kept
     counting = Counting(monkeypatch)
     second = Instance(id="b", messages=list(messages))
     assert second.dumps() == text.replace("instanceId: a", "instanceId: b")
@@ -130,3 +130,12 @@ def test_a_new_instance_over_written_messages_writes_their_blocks_without_encodi
     assert "changed" in third.dumps()
     assert counting.calls == 1
     assert Instance.loads(third.dumps()) == third
+
+
+def test_a_message_used_once_is_not_snapshot() -> None:
+    """Most messages are written once (a single question): they only note what was asked of them."""
+    msg = message()
+    Instance(id="a", messages=[msg]).dumps()
+    assert msg.__dict__[MEMO] == {("yaml", 0)}
+    Instance(id="b", messages=[msg]).dumps()
+    assert memo_of(msg) is msg.__dict__[MEMO]

@@ -40,9 +40,10 @@ def body(codec: str, request: ChatRequest, *, reuse: bool) -> tuple[bytes, list[
 
 
 def same_bodies(codec: str, request: ChatRequest) -> bytes:
-    """The body made without reuse, checked equal to the reused body's first and second making."""
+    """The body made without reuse, checked equal to the reused body: made (each message noted), made and kept, and
+    taken from what was kept."""
     plain, plain_warnings = body(codec, request, reuse=False)
-    for _ in range(2):
+    for _ in range(3):
         reused, warnings = body(codec, request, reuse=True)
         assert reused == plain
         assert warnings == plain_warnings

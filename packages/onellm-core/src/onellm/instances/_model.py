@@ -53,7 +53,7 @@ from onellm.instances._parts import (
     same,
 )
 from onellm.messages import Message, Timestamp
-from onellm.messages._memo import memo_of, snapshot
+from onellm.messages._memo import memo_for, snapshot
 
 if TYPE_CHECKING:
     from onellm.definitions import Definition
@@ -646,7 +646,7 @@ class Instance:
                 stamp: Any = None
                 if block is None:
                     # A block another instance wrote, from this very message as it is now; else written here.
-                    memo = memo_of(msg)
+                    memo = memo_for(msg, key)
                     if memo is not None:
                         stamp = memo.stamp
                         block = memo.get(key)

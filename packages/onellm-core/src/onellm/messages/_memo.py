@@ -9,7 +9,7 @@ A message is a mutable object, so what the memo keeps is only ever used for the 
 the memo holds a snapshot of the message's content (`msgspec.to_builtins`, in C: dicts and lists over the message's
 own strings, numbers and bytes, never copies of them), and a memo whose snapshot no longer equals the message's is
 dropped. Comparing the snapshots costs little when nothing changed: the strings are the same objects, so equality is
-decided by identity. A message holding something that cannot be snapshot (an object of an unknown type in `extra`)
+decided by identity. A message is snapshot only when the same thing is asked of it a second time (`memo_for`). A message holding something that cannot be snapshot (an object of an unknown type in `extra`)
 has no memo, and everything is made from it every time.
 """
 
@@ -28,7 +28,7 @@ from onellm.messages._time import Timestamp
 if TYPE_CHECKING:
     from onellm.messages._message import Message
 
-__all__ = ["MEMO", "Memo", "memo_of"]
+__all__ = ["MEMO", "Memo", "memo_for", "memo_of"]
 
 MEMO: Final = "_memo"
 """The key of a message's memo in its `__dict__` (left out when a message is copied or pickled)."""
@@ -76,8 +76,22 @@ def memo_of(message: Message) -> Memo | None:
     if stamp is None:
         message.__dict__.pop(MEMO, None)
         return None
-    memo: Memo | None = message.__dict__.get(MEMO)
-    if memo is not None and memo.stamp == stamp:
+    memo = message.__dict__.get(MEMO)
+    if type(memo) is Memo and memo.stamp == stamp:
         return memo
     memo = message.__dict__[MEMO] = Memo(stamp)
     return memo
+
+
+def memo_for(message: Message, key: Hashable) -> Memo | None:
+    """`memo_of`, once `key` was asked for before: most messages are sent, or written, once (a single question), and
+    a snapshot of those would be work for nothing. The first time, the message only notes the key, and None says
+    make the value without keeping it."""
+    found = message.__dict__.get(MEMO)
+    if found is None:
+        message.__dict__[MEMO] = {key}
+        return None
+    if type(found) is set and key not in found:
+        found.add(key)
+        return None
+    return memo_of(message)

@@ -1,8 +1,8 @@
 """Request bodies that reuse the JSON of each unchanged message.
 
-A turn sends the whole conversation again. With `reuse`, a codec encodes each message's part of the body once and
-keeps the bytes in the message's memo (`onellm.messages._memo`) under a key naming the codec and whatever else the
-bytes depend on; later bodies take them as `msgspec.Raw` fragments, which the encoder copies as they are. The bytes
+A turn sends the whole conversation again. With `reuse`, a codec keeps the bytes of each message's part of the body,
+from its second request on, in the message's memo (`onellm.messages._memo`) under a key naming the codec and whatever
+else the bytes depend on; later bodies take them as `msgspec.Raw` fragments, which the encoder copies as they are. The bytes
 are those the encoder writes for the same plain data, so a body made of fragments is byte for byte the body made
 without them. A message that changed since is encoded again; one the codec had a notice about (a part it left out)
 is encoded every time, so the notice is given every time.
@@ -16,7 +16,7 @@ from typing import Any, Final, TypeVar
 import msgspec
 
 from onellm.messages import Message
-from onellm.messages._memo import memo_of
+from onellm.messages._memo import memo_for
 
 __all__ = ["ENCODER", "fragment", "reused"]
 
@@ -34,7 +34,7 @@ def fragment(value: Any) -> msgspec.Raw:
 def reused(message: Message, key: Hashable, make: Callable[..., tuple[T, bool]], *args: Any) -> T:
     """What `make(message, *args)` makes under `key`: kept from an earlier call while the message is unchanged.
     `make` returns the value and whether it may be kept (False when its making gave a notice)."""
-    memo = memo_of(message)
+    memo = memo_for(message, key)
     if memo is not None:
         found = memo.get(key)
         if found is not None:

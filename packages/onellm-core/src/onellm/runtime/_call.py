@@ -579,13 +579,11 @@ class StreamingAnswer(AsyncIterator[StreamEvent], Generic[T]):
         assert self._events is not None
         assert self._add is not None
         try:
-            with call._capturing():
-                if self._batches is not None:
-                    events = await self._batches()
-                    if not events:
-                        raise StopAsyncIteration
-                else:
-                    events = [await self._events.__anext__()]
+            if call.raw is None:
+                events = await self._next_events()
+            else:
+                with call._capturing():
+                    events = await self._next_events()
             self._ready = events
             self._position = 1
             self._add(events[0])
@@ -607,6 +605,16 @@ class StreamingAnswer(AsyncIterator[StreamEvent], Generic[T]):
             await self._fail(error)
             raise
         return events[0]
+
+    async def _next_events(self) -> list[StreamEvent]:
+        """The provider's next run of events (one event from a stream that gives them one at a time)."""
+        if self._batches is not None:
+            events = await self._batches()
+            if not events:
+                raise StopAsyncIteration
+            return events
+        assert self._events is not None
+        return [await self._events.__anext__()]
 
     async def _fail(self, error: Exception) -> None:
         self._done = True
