@@ -164,9 +164,9 @@ def _data_of(value: Any) -> Any:
 
 @dataclass(slots=True)
 class _Source:
-    """What the instance text looked like when it was last read or written."""
+    """What the instance text looked like when it was last read or written: its pieces (joined when asked for)."""
 
-    text: str
+    parts: tuple[str, ...]
     header: dict[str, Any]
     messages: tuple[Message, ...]
     header_text: str | None = None
@@ -382,7 +382,7 @@ class Instance:
         if source is not None and source.header_text is not None:
             # Keep the message-list layout (indentation) so the shared block texts stay valid.
             copy._source = _Source(
-                text="",
+                parts=("",),
                 header={},
                 messages=(),
                 messages_line=source.messages_line,
@@ -540,7 +540,7 @@ class Instance:
             inst._empty_lists.add("messages")
         inst._watch(messages)
         inst._source = _Source(
-            text=text,
+            parts=(text,),
             header=inst._header_data(),
             messages=tuple(messages),
             header_text=header_text,
@@ -566,7 +566,7 @@ class Instance:
             line, column = locate(text, parse_path(exc.path))
             raise BadDefinitionError(exc.detail, file=file, line=line, column=column, path=exc.path) from None
         inst._watch(inst.messages)
-        inst._source = _Source(text=text, header=inst._header_data(), messages=tuple(inst.messages))
+        inst._source = _Source(parts=(text,), header=inst._header_data(), messages=tuple(inst.messages))
         return inst
 
     def forget_written_text(self) -> None:
@@ -608,6 +608,13 @@ class Instance:
 
     def dumps(self) -> str:
         """The instance file text: the loaded text byte for byte while nothing changed, else the canonical layout."""
+        parts = self.dump_parts()
+        return parts[0] if len(parts) == 1 else "".join(parts)
+
+    def dump_parts(self) -> tuple[str, ...]:
+        """The instance file text in pieces that join to `dumps()`: the header, then each message's block, kept
+        between saves. A store that writes them one after the other (or keeps them) never copies the conversation
+        into one string."""
         header = self._header_data()
         source = self._source
         messages = self.messages
@@ -619,7 +626,7 @@ class Instance:
                 and len(messages) == len(source.messages)
                 and all(a is b for a, b in zip(messages, source.messages, strict=True))
             ):
-                return source.text
+                return source.parts
             header_text = source.header_text
         if header_text is None:
             header_text = yamlio.emit_mapping(header)
@@ -667,12 +674,12 @@ class Instance:
             parts.append("messages: []\n")
             messages_line = "messages: []\n"
             prefix = ""
-        text = "".join(parts)
+        pieces = tuple(parts)
         self._blocks = blocks
         self._open = watched
         self._uncut = None
         self._source = _Source(
-            text=text,
+            parts=pieces,
             header=header,
             messages=tuple(messages),
             header_text=header_text,
@@ -680,7 +687,7 @@ class Instance:
             prefix=prefix,
             indent=indent,
         )
-        return text
+        return pieces
 
     # -- files -----------------------------------------------------------------------------------------------------
 
@@ -709,7 +716,12 @@ class Instance:
             StorageError: the file cannot be written (a full or read-only disk, a missing directory); the old file is
                 untouched.
         """
-        write_atomic(Path(path), self.dumps().encode("utf-8"), durable=durable, operation="save")
+        write_atomic(Path(path), encoded_parts(self), durable=durable, operation="save")
+
+
+def encoded_parts(instance: Instance) -> list[bytes]:
+    """The instance file's bytes in pieces (`Instance.dump_parts`, each encoded), for `write_atomic`."""
+    return [part.encode("utf-8") for part in instance.dump_parts()]
 
 
 def _may_change(msg: Message) -> bool:
