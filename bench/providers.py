@@ -18,7 +18,8 @@ How it is kept fair:
   between clients, so one client's garbage is not collected on another's clock;
 - peak allocation (tracemalloc) and new connections are taken per operation in a separate pass after the timing.
 
-The table gives each cell's median and its ratio to the floor; `onellm-runtime` is a chat turn through `Runtime` on a
+The tables give each cell's median wall time and its median CPU time in this process (the client's own work,
+apart from the server's and the wait for it; steadier on a busy machine), each with its ratio to the floor; `onellm-runtime` is a chat turn through `Runtime` on a
 conversation that already holds the history (a fresh instance each turn, priced and saved in a `MemoryInstanceStore`),
 and its `turn/call` line is its ratio to onellm's bare provider call.
 """
@@ -436,6 +437,8 @@ PEERS: list[tuple[str, type[Any]]] = [
 @dataclass
 class Cell:
     samples: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+    """This process's CPU time per operation: the client's own work, without the server's or the wait for it."""
     error: str | None = None
     peak: int | None = None
     """Peak bytes allocated during one operation (tracemalloc), above what was allocated before it."""
@@ -520,9 +523,11 @@ async def measure(
                 cell = cells[key]
                 if cell.error:
                     continue
+                started_cpu = time.process_time()
                 started = time.perf_counter()
                 outcome = await run()
                 elapsed = time.perf_counter() - started
+                cell.cpu.append(time.process_time() - started_cpu)
                 cell.error = check(key[1], outcome)
                 cell.samples.append(elapsed)
         print(f"\rround {number + 1}/{rounds}", end="", file=sys.stderr, flush=True)
@@ -579,11 +584,15 @@ def show_bytes(size: int) -> str:
     return f"{size / 1024 / 1024:.1f} MiB"
 
 
-def median(cell: Cell | None) -> float | None:
-    return statistics.median(cell.samples) if cell is not None and cell.samples and not cell.error else None
+def median(cell: Cell | None, cpu: bool = False) -> float | None:
+    if cell is None or not cell.samples or cell.error:
+        return None
+    return statistics.median(cell.cpu if cpu else cell.samples)
 
 
-def table(cells: dict[tuple[str, str, str], Cell], formats: list[str], rows: list[str], names: list[str]) -> str:
+def table(
+    cells: dict[tuple[str, str, str], Cell], formats: list[str], rows: list[str], names: list[str], *, cpu: bool = False
+) -> str:
     lines = ["| format | client | " + " | ".join(rows) + " |", "|---|---|" + "---:|" * len(rows)]
     for fmt in formats:
         for name in names:
@@ -592,8 +601,8 @@ def table(cells: dict[tuple[str, str, str], Cell], formats: list[str], rows: lis
             out = []
             for row in rows:
                 cell = cells.get((fmt, row, name))
-                floor = median(cells.get((fmt, row, "floor")))
-                value = median(cell)
+                floor = median(cells.get((fmt, row, "floor")), cpu)
+                value = median(cell, cpu)
                 if cell is None:
                     out.append("")
                 elif cell.error:
@@ -607,7 +616,8 @@ def table(cells: dict[tuple[str, str, str], Cell], formats: list[str], rows: lis
             if name == "onellm-runtime":
                 out = []
                 for row in rows:
-                    turn, call = median(cells.get((fmt, row, name))), median(cells.get((fmt, row, "onellm")))
+                    turn = median(cells.get((fmt, row, name)), cpu)
+                    call = median(cells.get((fmt, row, "onellm")), cpu)
                     out.append(f"{turn / call:.2f}×" if turn and call else "")
                 lines.append(f"| {fmt} | runtime turn / provider call | " + " | ".join(out) + " |")
     return "\n".join(lines)
@@ -667,7 +677,10 @@ async def main_async(args: argparse.Namespace) -> None:
         else:
             cells = await measure(clients, args.formats, args.rows, args.rounds, server, args.seed)
             names = [c.name for c in clients]
+            print("Wall time per operation, median (ratio to the floor):\n")
             print(table(cells, args.formats, args.rows, names))
+            print("\nCPU time of this process per operation, median (ratio to the floor): the client's own work\n")
+            print(table(cells, args.formats, args.rows, names, cpu=True))
             print()
             print(memory_table(cells, args.formats, args.rows, names))
         for client in clients:
