@@ -139,3 +139,18 @@ def test_a_message_used_once_is_not_snapshot() -> None:
     assert msg.__dict__[MEMO] == {("yaml", 0)}
     Instance(id="b", messages=[msg]).dumps()
     assert memo_of(msg) is msg.__dict__[MEMO]
+
+
+def test_a_token_estimate_is_kept_while_the_message_is_unchanged() -> None:
+    from onellm.catalog import Catalog
+    from onellm.catalog.counting import TokenEstimator
+
+    estimator = TokenEstimator(Catalog.default().resolve("gpt-6-luna"))
+    history = [message() for _ in range(3)]
+    counts = [estimator.messages(history) for _ in range(3)]  # noted, kept, taken from the memo
+    assert counts[0] == counts[1] == counts[2]
+    history[1].assistant[0].text = "a much longer answer than before " * 20
+    assert estimator.messages(history) > counts[0]
+    assert estimator.messages(history) == TokenEstimator(Catalog.default().resolve("gpt-6-luna")).messages(
+        [Message.from_data(m.to_data()) for m in history]
+    )
