@@ -541,33 +541,49 @@ class StreamingAnswer(AsyncIterator[StreamEvent], Generic[T]):
         self._events: AsyncIterator[StreamEvent] | None = None
         self._batches: Callable[[], Awaitable[list[StreamEvent]]] | None = None
         self._ready: list[StreamEvent] = []
+        """The events of the run read last, already in the answer; `_position` is the next to give out."""
         self._position = 0
-        self._add: Callable[[StreamEvent], None] | None = None
+        self._refused: Exception | None = None
+        """The answer refused the event after the ready ones: raised once they are given out."""
+        self._accumulator: MessageAccumulator | None = None
         self._result: AskResult[Any] | None = None
         self._error: BaseException | None = None
         self._done = False
 
-    def __aiter__(self) -> StreamingAnswer[Any]:
-        return self
+    def __aiter__(self) -> AsyncIterator[StreamEvent]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[StreamEvent]:
+        """What `async for` reads: `__anext__` in one generator, so an event costs no call of its own."""
+        while True:
+            position = self._position
+            ready = self._ready
+            if position < len(ready):
+                self._position = position + 1
+                yield ready[position]
+                continue
+            try:
+                event = await self._advance()
+            except StopAsyncIteration:
+                return
+            yield event
 
     async def __anext__(self) -> StreamEvent:
         position = self._position
         ready = self._ready
-        if position < len(ready):  # the events of a run already read: into the answer, and out
+        if position < len(ready):
             self._position = position + 1
-            event = ready[position]
-            add = self._add
-            assert add is not None
-            try:
-                add(event)
-            except Exception as error:
-                await self._fail(error)
-                raise
-            return event
+            return ready[position]
         return await self._advance()
 
     async def _advance(self) -> StreamEvent:
-        """The next event when none is ready: opens the call, reads the provider's next run of events, or ends."""
+        """The next event when none is ready: opens the call, reads the provider's next run of events (each is in
+        the answer before the first is given out), or ends."""
+        refused = self._refused
+        if refused is not None:
+            self._refused = None
+            await self._fail(refused)
+            raise refused
         if self._done:
             if self._error is not None:
                 raise self._error
@@ -576,17 +592,21 @@ class StreamingAnswer(AsyncIterator[StreamEvent], Generic[T]):
             await self._open()
         call = self._call
         assert call is not None
-        assert self._events is not None
-        assert self._add is not None
+        assert self._accumulator is not None
         try:
             if call.raw is None:
                 events = await self._next_events()
             else:
                 with call._capturing():
                     events = await self._next_events()
+            taken, refused = self._accumulator.add_many(events)
+            if refused is not None:
+                if not taken:
+                    raise refused
+                events = events[:taken]
+                self._refused = refused
             self._ready = events
             self._position = 1
-            self._add(events[0])
         except StopAsyncIteration:
             self._done = True
             try:
@@ -645,8 +665,7 @@ class StreamingAnswer(AsyncIterator[StreamEvent], Generic[T]):
             raise StopAsyncIteration
         self._events = opened
         self._batches = getattr(opened, "next_batch", None)  # an EventStream hands over its events in runs
-        assert call.accumulator is not None
-        self._add = call.accumulator.add
+        self._accumulator = call.accumulator
 
     async def _close_events(self) -> None:
         events = self._events
@@ -683,6 +702,7 @@ class StreamingAnswer(AsyncIterator[StreamEvent], Generic[T]):
         if self._call is not None and not self._done:
             self._done = True
             self._ready = []
+            self._refused = None
             await self._close_events()
             self._error = await self._call._cancelled(RuntimeError("the stream was closed before it ended"))
 
