@@ -18,7 +18,7 @@ import msgspec
 from onellm.messages import Message
 from onellm.messages._memo import memo_for
 
-__all__ = ["ENCODER", "fragment", "reused"]
+__all__ = ["ENCODER", "fragment", "inner", "reused"]
 
 T = TypeVar("T")
 
@@ -27,8 +27,21 @@ ENCODER: Final = msgspec.json.Encoder(decimal_format="number")
 
 
 def fragment(value: Any) -> msgspec.Raw:
-    """`value` encoded as it would be inside a body."""
-    return msgspec.Raw(ENCODER.encode(value))
+    """`value` encoded as it would be inside a body, in bytes of its own size (the encoder's buffer is larger; this is
+    kept while the message lives)."""
+    return msgspec.Raw(bytes(memoryview(ENCODER.encode(value))))
+
+
+def inner(raw: msgspec.Raw, prefix: bytes, suffix: bytes) -> msgspec.Raw | None:
+    """The part of a fragment between `prefix` and `suffix`, sharing its bytes; None when it does not have them."""
+    view = memoryview(raw)
+    if (
+        len(view) < len(prefix) + len(suffix)
+        or view[: len(prefix)] != prefix
+        or view[len(view) - len(suffix) :] != suffix
+    ):
+        return None
+    return msgspec.Raw(view[len(prefix) : len(view) - len(suffix)])
 
 
 def reused(message: Message, key: Hashable, make: Callable[..., tuple[T, bool]], *args: Any) -> T:

@@ -69,7 +69,7 @@ from onellm.providers._errors import error_from_status
 from onellm.providers._http import ErrorDetail
 from onellm.providers._request import ChatRequest, ChatResponse
 from onellm.providers._stream import response_from
-from onellm.providers._wire import fragment, reused
+from onellm.providers._wire import fragment, inner, reused
 from onellm.providers.anthropic._schema import for_anthropic
 
 __all__ = [
@@ -369,10 +369,17 @@ def _fragments(
     """`_message_blocks` encoded, and whether they may be kept (not when a block was left out with a notice)."""
     given = len(warnings)
     blocks = _message_blocks(message, position, cache_control, marked, warnings)
-    encoded = tuple(
-        (role, fragment(block), fragment(text) if text is not None else None) for role, block, text in blocks
-    )
-    return encoded, len(warnings) == given
+    encoded = []
+    for role, block, text in blocks:
+        raw = fragment(block)
+        alone = None
+        if text is not None:  # the text's JSON inside the block's, as a string of its own: the same bytes, shared
+            alone = inner(raw, _TEXT_BLOCK_HEAD, b"}") or fragment(text)
+        encoded.append((role, raw, alone))
+    return tuple(encoded), len(warnings) == given
+
+
+_TEXT_BLOCK_HEAD = b'{"type":"text","text":'
 
 
 def _message_blocks(
