@@ -183,17 +183,16 @@ class SseDecoder:
         datas: list[bytes] = []
         names: list[str | None] = []
         for piece in pieces:
-            cut = piece.find(b"\ndata: ")
-            if cut <= 0:
+            raw, found, data = piece.partition(b"\ndata: ")
+            if not found:
                 return None
-            raw = piece[:cut]
             name = known.get(raw)
             if name is None:
                 if len(known) >= 256:
                     return None
                 name = known[raw] = self._text(raw, "event")
             names.append(name)
-            datas.append(piece[cut + 7 :])
+            datas.append(data)
         return datas, names, end + 2
 
     def _opening(self, chunk: bytes) -> bytes:

@@ -893,9 +893,13 @@ class MessagesStreamDecoder:
     ) -> int:
         """Decode the events `start` to `stop` into `out`; stops after `message_stop` and returns where it stopped."""
         opened = self._open
+        decode = _event_decoder.decode
         for position in range(start, stop):
             data = datas[position]
-            event = _decode_event(data)
+            try:
+                event = decode(data)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                event = _decode_event(data)  # raises the error with its message
             name = None if names is None else names[position]
             if event.type == "content_block_delta" and self._started and (name is None or name == event.type):
                 # the common event: one more piece of an open text block

@@ -527,8 +527,13 @@ class ResponsesStreamDecoder:
         """Decode the events `start` to `stop` into `out`; stops after the response's end and returns where it
         stopped."""
         blocks = self._blocks
+        decode = _event_decoder.decode
         for position in range(start, stop):
-            event = _decode_event(datas[position])
+            data = datas[position]
+            try:
+                event = decode(data)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                event = _decode_event(data)  # raises the error with its message
             name = None if names is None else names[position]
             kind = event.type
             if kind == "response.output_text.delta" and self._started and (name is None or name == kind):
