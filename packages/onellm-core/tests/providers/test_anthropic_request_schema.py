@@ -158,7 +158,7 @@ def test_replayed_turns_use_only_sdk_fields(name: str) -> None:
     )
     history = [Message(user=[TextPart("q")]), response.message, Message(user=[TextPart("go on")])]
     checker = Checker()
-    checker.body(plain(encode_messages_request(ChatRequest("claude-sonnet-5-5", history), max_tokens=100)))
+    checker.body(plain(encode_messages_request(ChatRequest("claude-sonnet-5-5", history), max_tokens=100)[0]))
     assert checker.problems == []
 
 
