@@ -44,6 +44,7 @@ __all__ = [
     "DRAIN_SECONDS",
     "EventDecoder",
     "EventStream",
+    "FrameReader",
     "collect",
     "collecting_into",
     "response_from",
@@ -99,6 +100,19 @@ class EventDecoder(Protocol):
 
     def end(self) -> list[StreamEvent]:
         """The body ended before the end event: the events that close the answer, or `MalformedResponseError`."""
+        ...
+
+
+class FrameReader(Protocol):
+    """What cuts a streamed body into events: the server-sent events reader (`SseDecoder`) unless a deployment frames
+    its stream otherwise (Bedrock's binary event stream)."""
+
+    def feed(self, chunk: bytes) -> list[SseEvent]:
+        """The events the bytes complete."""
+        ...
+
+    def close(self) -> list[SseEvent]:
+        """The end of the body: the last events, or `MalformedResponseError` when it ended inside one."""
         ...
 
 
@@ -192,6 +206,7 @@ class EventStream:
         decoder: EventDecoder,
         *,
         provider: str,
+        frames: FrameReader | None = None,
     ) -> None:
         self._transport = transport
         self._prepare = prepare
@@ -200,7 +215,7 @@ class EventStream:
         self._call: HttpCall | None = None
         self._response: httpx.Response | None = None
         self._chunks: AsyncIterator[bytes] | None = None
-        self._sse = SseDecoder(provider=provider)
+        self._sse: FrameReader = frames if frames is not None else SseDecoder(provider=provider)
         self._ready: list[StreamEvent] = _NO_EVENTS
         self._position = 0
         self._pending: list[SseEvent] = []
