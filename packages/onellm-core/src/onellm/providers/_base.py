@@ -135,10 +135,10 @@ class HttpProvider:
         """Where this provider's requests go: None for the vendor's own API, else `azure`, `bedrock` or `vertex`."""
         if deployment is not None:
             deployment.check_provider(self)
-            if base_url is not None or api_key is not None:
+            if base_url or api_key:
                 raise ConfigurationError(
                     f"{name}: give the base URL and credentials to the deployment, not the provider",
-                    setting="base_url" if base_url is not None else "api_key",
+                    setting="base_url" if base_url else "api_key",
                 )
             self._key: Secret | None = None
             self.base_url = deployment.base_url
