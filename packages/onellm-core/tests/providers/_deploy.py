@@ -16,7 +16,7 @@ import msgspec
 
 from onellm.clock import FakeClock
 from onellm.errors import Secret
-from onellm.providers._sse import iter_sse
+from onellm.providers._sse import SseDecoder
 from onellm.providers.deployments import (
     AwsCredentials,
     AzureOpenAIEndpoint,
@@ -109,8 +109,8 @@ def bedrock_body(events: Iterable[Mapping[str, Any]], exception: Mapping[str, An
 
 
 def sse_events(text: str) -> list[Any]:
-    """The JSON data of each event of a server-sent events text."""
-    return [msgspec.json.decode(event.data) for event in iter_sse([text.encode()]) if event.data]
+    """The JSON data of each whole event of a server-sent events text (an event the text cuts short is left out)."""
+    return [msgspec.json.decode(event.data) for event in SseDecoder().feed(text.encode()) if event.data]
 
 
 def check_assertion(form: Mapping[str, list[str]], now: int) -> dict[str, Any]:
