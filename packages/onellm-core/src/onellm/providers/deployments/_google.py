@@ -268,10 +268,12 @@ class GoogleServiceAccount:
             hint = ""
             if any(word in error.message.lower() for word in _CLOCK_WORDS):
                 hint = f" (the assertion was issued at {now.isoformat()} by this machine's clock: check the clock)"
+            status = f" (HTTP {error.status})" if error.status is not None else ""
+            # No status on the AuthError itself: the token endpoint's 5xx was already retried, and the call it was for
+            # must not be retried for it again.
             raise AuthError(
-                f"the token endpoint refused the service account's assertion: {error.message}{hint}",
+                f"the token endpoint refused the service account's assertion{status}: {error.message}{hint}",
                 provider=host,
-                status=error.status,
                 request_id=error.request_id,
             ) from error
         try:
