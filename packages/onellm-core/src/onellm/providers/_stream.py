@@ -1,8 +1,9 @@
 """What every codec shares once a stream's events exist: the one reader that turns a streamed HTTP body into stream
 events (`EventStream`), and the `ChatResponse` a finished accumulator describes (whole and streamed calls alike).
 
-`EventStream` is what a provider's `stream()` returns. It reads the body's server-sent events into the codec's
-decoder and hands out the events that decoder makes, and it holds a stream to the rules that keep a broken or hostile
+`EventStream` is what a provider's `stream()` returns. It reads the body's server-sent events (or the frames of a
+deployment's own framing, Bedrock's binary event stream) into the codec's decoder and hands out the events that
+decoder makes, and it holds a stream to the rules that keep a broken or hostile
 stream from passing as an answer:
 
 - a stream ends at its codec's end event; the rest of the body is then read (up to 64 KiB, for up to one second), so
