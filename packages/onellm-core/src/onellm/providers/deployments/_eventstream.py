@@ -164,12 +164,14 @@ class EventStreamReader:
     ```
     """
 
-    __slots__ = ("_buffer", "_expected", "_provider")
+    __slots__ = ("_buffer", "_expected", "_known", "_provider")
 
     def __init__(self, *, provider: str | None = None) -> None:
         self._buffer = bytearray()
         self._expected = 0  # the length of the message being read, once its prelude was checked
         self._provider = provider
+        self._known: dict[bytes, tuple[EventHeader, ...]] = {}
+        """Header blocks already read: a service sends the same few (`chunk` events) again and again."""
 
     @property
     def pending(self) -> int:
@@ -177,40 +179,60 @@ class EventStreamReader:
         return len(self._buffer)
 
     def feed(self, chunk: bytes) -> list[EventMessage]:
-        if chunk:
-            self._buffer += chunk
-        out: list[EventMessage] = []
         buffer = self._buffer
+        data: bytes | bytearray
+        if buffer:
+            buffer += chunk
+            data = buffer
+        else:
+            data = chunk  # nothing held: read the chunk where it is, and keep only what it leaves unfinished
+        out: list[EventMessage] = []
+        with memoryview(data) as view:
+            start, failure = self._read(view, len(data), out)
+        if failure is not None:
+            raise self._fail(failure)
+        if data is buffer:
+            if start:
+                del buffer[:start]
+        elif start < len(data):
+            buffer += data[start:]
+        return out
+
+    def _read(self, view: memoryview, available: int, out: list[EventMessage]) -> tuple[int, str | None]:
+        """Append the whole messages in `view` to `out`: (where the unread part starts, why the stream is damaged)."""
         start = 0
-        available = len(buffer)
+        known = self._known
+        crc32 = zlib.crc32
+        unpack = struct.unpack_from
         while True:
             if not self._expected:
                 if available - start < _PRELUDE:
-                    break
-                total, headers_length, crc = struct.unpack_from(">III", buffer, start)
-                if zlib.crc32(buffer[start : start + 8]) != crc:
-                    raise self._fail("Prelude checksum mismatch")
+                    return start, None
+                total, headers_length, crc = unpack(">III", view, start)
+                if crc32(view[start : start + 8]) != crc:
+                    return start, "Prelude checksum mismatch"
                 if total < _MIN_MESSAGE or total > MAX_MESSAGE_BYTES:
-                    raise self._fail(f"a message claims {total} bytes")
+                    return start, f"a message claims {total} bytes"
                 if headers_length > min(total - _MIN_MESSAGE, _MAX_HEADERS_BYTES):
-                    raise self._fail(f"a message of {total} bytes claims {headers_length} bytes of headers")
+                    return start, f"a message of {total} bytes claims {headers_length} bytes of headers"
                 self._expected = total
             total = self._expected
             if available - start < total:
-                break
+                return start, None
             end = start + total
-            (crc,) = struct.unpack_from(">I", buffer, end - 4)
-            if zlib.crc32(buffer[start : end - 4]) != crc:
-                raise self._fail("Message checksum mismatch")
-            headers_length = struct.unpack_from(">I", buffer, start + 4)[0]
+            if crc32(view[start : end - 4]) != unpack(">I", view, end - 4)[0]:
+                return start, "Message checksum mismatch"
+            headers_length = unpack(">I", view, start + 4)[0]
             body = start + _PRELUDE
-            headers = _headers(bytes(buffer[body : body + headers_length]), self._provider)
-            out.append(EventMessage(headers, bytes(buffer[body + headers_length : end - 4])))
+            block = bytes(view[body : body + headers_length])
+            headers = known.get(block)
+            if headers is None:
+                headers = _headers(block, self._provider)
+                if len(block) <= 1024 and len(known) < 32:
+                    known[block] = headers
+            out.append(EventMessage(headers, bytes(view[body + headers_length : end - 4])))
             self._expected = 0
             start = end
-        if start:
-            del buffer[:start]
-        return out
 
     def close(self) -> list[EventMessage]:
         """The end of the body: a message left unfinished is `MalformedResponseError`."""
@@ -304,11 +326,12 @@ class BedrockFrames:
     in, the Anthropic stream events each `chunk` carries out (as `SseEvent`s without a name). An `exception` message
     raises the typed error of its status; an `error` message raises a `ProviderError` naming its code."""
 
-    __slots__ = ("_provider", "_reader")
+    __slots__ = ("_last", "_provider", "_reader")
 
     def __init__(self, *, provider: str | None = None) -> None:
         self._reader = EventStreamReader(provider=provider)
         self._provider = provider
+        self._last: tuple[tuple[EventHeader, ...], str | None, str | None] = ((), None, None)
 
     def feed(self, chunk: bytes) -> list[SseEvent]:
         messages = self._reader.feed(chunk)
@@ -319,9 +342,12 @@ class BedrockFrames:
         return []
 
     def _event(self, message: EventMessage) -> SseEvent | None:
-        kind = message.text(":message-type")
+        headers, kind, event_type = self._last
+        if message.headers is not headers:  # the reader hands the same tuple for the same header block
+            kind, event_type = message.text(":message-type"), message.text(":event-type")
+            self._last = (message.headers, kind, event_type)
         if kind == "event":
-            if message.text(":event-type") != "chunk":
+            if event_type != "chunk":
                 return None  # an event type added later carries nothing the answer needs
             try:
                 encoded = _chunk.decode(message.payload).bytes
