@@ -345,6 +345,8 @@ def test_a_delegate_replaces_the_exchange_and_is_cached() -> None:
         ("expired", "gave back a token that expired"),
         ("raise", "source failed: RuntimeError: vault is sealed"),
         ("wrong", "must return an AccessToken"),
+        ("nan", "no usable token"),
+        ("empty", "no usable token"),
     ],
 )
 def test_a_delegate_that_will_not_refresh_is_an_auth_error(give: str, says: str) -> None:
@@ -355,6 +357,10 @@ def test_a_delegate_that_will_not_refresh_is_an_auth_error(give: str, says: str)
             raise RuntimeError("vault is sealed")
         if give == "wrong":
             return "ya29.just-a-string"
+        if give == "nan":
+            return type("Token", (), {"token": "ya29.nan-expiry", "expires_on": float("nan")})()
+        if give == "empty":
+            return type("Token", (), {"token": "", "expires_on": 1.0})()
         return AccessToken("ya29.stale-token-value", router.clock.now() - dt.timedelta(seconds=1))
 
     deployment = VertexAnthropicDeployment(delegate, "us-east5", project_id="my-project-123")

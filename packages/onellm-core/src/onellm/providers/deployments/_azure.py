@@ -25,7 +25,6 @@ import msgspec
 from onellm.errors import BadRequestError, ConfigurationError, ContentFilterError, ProviderError, Secret
 from onellm.providers._http import Grant, Headers, HttpCall
 from onellm.providers.deployments._common import (
-    AccessToken,
     Deployment,
     TokenCache,
     chain,
@@ -153,8 +152,8 @@ class AzureOpenAIEndpoint(Deployment):
         if token_provider is not None:
             delegate = token_provider
 
-            async def fetch(transport: HttpTransport) -> AccessToken:
-                return AccessToken.of(await delegate())
+            async def fetch(transport: HttpTransport) -> object:
+                return await delegate()
 
             self.tokens = TokenCache(fetch, clock=clock, what="Microsoft Entra token")
         if api_version is not None:

@@ -233,8 +233,9 @@ class AccessToken:
         raise TypeError(f"a token delegate must return an AccessToken, not {type(value).__name__}")
 
 
-TokenSource = Callable[["HttpTransport"], Awaitable[AccessToken]]
-"""Fetches a fresh token, with the transport of the call that needs it (for an exchange over the network)."""
+TokenSource = Callable[["HttpTransport"], Awaitable[object]]
+"""Fetches a fresh token, with the transport of the call that needs it (for an exchange over the network): an
+`AccessToken`, or what a credential library returns (see `AccessToken.of`)."""
 
 
 class TokenCache:
@@ -318,8 +319,8 @@ class TokenCache:
             raise AuthError(f"the {self.what} source failed: {type(error).__name__}: {error}") from error
         try:
             return AccessToken.of(value)
-        except TypeError as error:
-            raise AuthError(str(error)) from None
+        except (TypeError, ValueError, OverflowError) as error:
+            raise AuthError(f"the {self.what} source gave back no usable token: {error}") from None
 
     async def grant(self, call: HttpCall, transport: HttpTransport) -> Grant:
         """The bearer header for one attempt of `call` (an `Authorizer`)."""

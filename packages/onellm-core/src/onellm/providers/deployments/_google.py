@@ -323,8 +323,8 @@ class GoogleBearerAuth:
         elif callable(source):
             delegate = source
 
-            async def fetch(transport: HttpTransport) -> AccessToken:
-                return AccessToken.of(await delegate())
+            async def fetch(transport: HttpTransport) -> object:
+                return await delegate()
 
             self.cache = TokenCache(fetch, clock=clock, what="access token")
         else:
