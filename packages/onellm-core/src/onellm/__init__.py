@@ -17,6 +17,7 @@ from onellm.errors import (
     BudgetKind,
     CapabilityDeniedError,
     CapabilityMissingError,
+    ConfigurationError,
     ContentFilterError,
     ContextOverflowError,
     InstanceLockedError,
@@ -78,6 +79,14 @@ if TYPE_CHECKING:
     from onellm.messages import Usage as Usage
     from onellm.providers import RetryPolicy as RetryPolicy
     from onellm.providers.anthropic import AnthropicProvider as AnthropicProvider
+    from onellm.providers.deployments import AccessToken as AccessToken
+    from onellm.providers.deployments import AwsCredentials as AwsCredentials
+    from onellm.providers.deployments import AzureOpenAIEndpoint as AzureOpenAIEndpoint
+    from onellm.providers.deployments import BedrockDeployment as BedrockDeployment
+    from onellm.providers.deployments import GoogleBearerAuth as GoogleBearerAuth
+    from onellm.providers.deployments import GoogleServiceAccount as GoogleServiceAccount
+    from onellm.providers.deployments import VertexAnthropicDeployment as VertexAnthropicDeployment
+    from onellm.providers.deployments import VertexGeminiEndpoint as VertexGeminiEndpoint
     from onellm.providers.gemini import GeminiProvider as GeminiProvider
     from onellm.providers.openai import OpenAICompatibleProvider as OpenAICompatibleProvider
     from onellm.providers.openai import OpenAIProvider as OpenAIProvider
@@ -140,6 +149,14 @@ _LAZY: dict[str, str] = {
     "MemoryInstanceStore": "onellm.instances",
     "RetryPolicy": "onellm.providers",
     "AnthropicProvider": "onellm.providers.anthropic",
+    "AccessToken": "onellm.providers.deployments",
+    "AwsCredentials": "onellm.providers.deployments",
+    "AzureOpenAIEndpoint": "onellm.providers.deployments",
+    "BedrockDeployment": "onellm.providers.deployments",
+    "GoogleBearerAuth": "onellm.providers.deployments",
+    "GoogleServiceAccount": "onellm.providers.deployments",
+    "VertexAnthropicDeployment": "onellm.providers.deployments",
+    "VertexGeminiEndpoint": "onellm.providers.deployments",
     "GeminiProvider": "onellm.providers.gemini",
     "OpenAICompatibleProvider": "onellm.providers.openai",
     "OpenAIProvider": "onellm.providers.openai",
@@ -203,6 +220,7 @@ __all__ = [
     "BudgetKind",
     "CapabilityDeniedError",
     "CapabilityMissingError",
+    "ConfigurationError",
     "ContentFilterError",
     "ContextOverflowError",
     "InstanceLockedError",

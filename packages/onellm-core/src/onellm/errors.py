@@ -19,6 +19,7 @@ __all__ = [
     "BudgetKind",
     "CapabilityDeniedError",
     "CapabilityMissingError",
+    "ConfigurationError",
     "ContentFilterError",
     "ContextOverflowError",
     "InstanceLockedError",
@@ -142,6 +143,22 @@ class ContextOverflowError(ProviderError):
 class ContentFilterError(ProviderError):
     """The provider's safety filter blocked the request or the response."""
 
+    def __init__(self, message: str, *, categories: dict[str, dict[str, Any]] | None = None, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.categories: dict[str, dict[str, Any]] = dict(categories or {})
+        """What the filter said per category, when the provider says (Azure: `hate`, `self_harm`, `jailbreak`, ...
+        each with `filtered` and its `severity` or `detected`)."""
+
+    @property
+    def severities(self) -> dict[str, str]:
+        """The categories that were filtered, each with its severity (`high`, ...; `detected` for a detector)."""
+        out: dict[str, str] = {}
+        for name, result in self.categories.items():
+            if result.get("filtered"):
+                severity = result.get("severity")
+                out[name] = severity if isinstance(severity, str) else "detected"
+        return out
+
 
 class SpendLimitReachedError(ProviderError):
     """The account's own spending limit at the provider was reached. Never retried."""
@@ -186,6 +203,15 @@ class BudgetExceededError(OnellmError):
 
 class CapabilityMissingError(OnellmError):
     """A feature needs a package or a grant that is not present. The message names what to add."""
+
+
+class ConfigurationError(OnellmError, ValueError):
+    """A setting given in code or the environment cannot be used: `setting` names it, the message says why (never
+    showing a secret value). Also a `ValueError`, as a bad argument is."""
+
+    def __init__(self, message: str, *, setting: str | None = None) -> None:
+        super().__init__(message)
+        self.setting = setting
 
 
 class CapabilityDeniedError(OnellmError):

@@ -1,5 +1,6 @@
 """Model providers: the protocols every provider implements, the request and response types, the shared HTTP
-transport, retries, error mapping and the event-stream reader, and one sub-package per wire protocol."""
+transport, retries, error mapping and the event-stream reader, one sub-package per wire protocol, and `deployments`
+(Azure OpenAI, Amazon Bedrock and Vertex AI: where a provider's requests go and how they are signed)."""
 
 from onellm.providers._protocols import (
     BatchProvider,

@@ -1,8 +1,9 @@
 """What every codec shares once a stream's events exist: the one reader that turns a streamed HTTP body into stream
 events (`EventStream`), and the `ChatResponse` a finished accumulator describes (whole and streamed calls alike).
 
-`EventStream` is what a provider's `stream()` returns. It reads the body's server-sent events into the codec's
-decoder and hands out the events that decoder makes, and it holds a stream to the rules that keep a broken or hostile
+`EventStream` is what a provider's `stream()` returns. It reads the body's server-sent events (or the frames of a
+deployment's own framing, Bedrock's binary event stream) into the codec's decoder and hands out the events that
+decoder makes, and it holds a stream to the rules that keep a broken or hostile
 stream from passing as an answer:
 
 - a stream ends at its codec's end event; the rest of the body is then read (up to 64 KiB, for up to one second), so
@@ -44,6 +45,7 @@ __all__ = [
     "DRAIN_SECONDS",
     "EventDecoder",
     "EventStream",
+    "FrameReader",
     "collect",
     "collecting_into",
     "response_from",
@@ -99,6 +101,19 @@ class EventDecoder(Protocol):
 
     def end(self) -> list[StreamEvent]:
         """The body ended before the end event: the events that close the answer, or `MalformedResponseError`."""
+        ...
+
+
+class FrameReader(Protocol):
+    """What cuts a streamed body into events: the server-sent events reader (`SseDecoder`) unless a deployment frames
+    its stream otherwise (Bedrock's binary event stream)."""
+
+    def feed(self, chunk: bytes) -> list[SseEvent]:
+        """The events the bytes complete."""
+        ...
+
+    def close(self) -> list[SseEvent]:
+        """The end of the body: the last events, or `MalformedResponseError` when it ended inside one."""
         ...
 
 
@@ -192,6 +207,7 @@ class EventStream:
         decoder: EventDecoder,
         *,
         provider: str,
+        frames: FrameReader | None = None,
     ) -> None:
         self._transport = transport
         self._prepare = prepare
@@ -200,7 +216,7 @@ class EventStream:
         self._call: HttpCall | None = None
         self._response: httpx.Response | None = None
         self._chunks: AsyncIterator[bytes] | None = None
-        self._sse = SseDecoder(provider=provider)
+        self._sse: FrameReader = frames if frames is not None else SseDecoder(provider=provider)
         self._ready: list[StreamEvent] = _NO_EVENTS
         self._position = 0
         self._pending: list[SseEvent] = []

@@ -224,7 +224,12 @@ class GeminiProvider(HttpProvider):
     # -- embeddings ------------------------------------------------------------------------------------------------
 
     async def embed(self, request: EmbeddingRequest) -> EmbeddingResponse:
-        """Embeddings for many inputs in one `batchEmbedContents` call, in input order."""
+        """Embeddings for many inputs in one `batchEmbedContents` call, in input order (on Vertex AI, one
+        `embedContent` call per input)."""
+        if self.deployment == "vertex":
+            from onellm.providers.deployments._vertex import embed_each
+
+            return await embed_each(self, request)
         model = self._model_path(request.model)
         items: list[dict[str, Any]] = []
         for text in request.inputs:
