@@ -67,7 +67,7 @@ _IMAGE_DROPPED = (
     "mask",
     "user_id",
 )
-_SPEECH_DROPPED = ("instructions", "speed", "user_id")
+_SPEECH_DROPPED = ("instructions", "speed")
 _FILTERED = frozenset(
     {
         "SAFETY",
