@@ -156,9 +156,7 @@ def parse_multipart(body: bytes, content_type: str) -> list[dict[str, Any]]:
             name, _, value = header_line.partition(":")
             headers[name.strip().lower()] = value.strip()
         disposition = headers.pop("content-disposition")
-        fields = dict(
-            (k.strip(), v.strip().strip('"')) for k, _, v in (p.partition("=") for p in disposition.split(";")[1:])
-        )
+        fields = {k.strip(): v.strip().strip('"') for k, _, v in (p.partition("=") for p in disposition.split(";")[1:])}
         part: dict[str, Any] = {"name": fields["name"]}
         if "filename" in fields:
             part["filename"] = fields["filename"]

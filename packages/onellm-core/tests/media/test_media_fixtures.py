@@ -144,10 +144,8 @@ async def test_streamed_call(path: Path, size: int | None) -> None:
             stream = rt.stream_speech(model, kwargs.pop("text"), **kwargs)
         else:
             stream = rt.stream_transcription(model, kwargs.pop("audio"), **kwargs)
-        events = []
         async with stream:
-            async for event in stream:
-                events.append(event)
+            events = [event async for event in stream]
             result = await stream.result()
     finally:
         await client.aclose()
