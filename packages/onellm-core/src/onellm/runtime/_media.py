@@ -567,7 +567,7 @@ class MediaStream(Generic[E, R]):
     ```
     """
 
-    __slots__ = ("_events", "_finish", "_flight", "_open", "_result")
+    __slots__ = ("_closed", "_events", "_finish", "_flight", "_open", "_result")
 
     def __init__(
         self,
@@ -579,16 +579,25 @@ class MediaStream(Generic[E, R]):
         self._flight: _Flight | None = None
         self._events: AsyncIterator[Any] | None = None
         self._result: R | None = None
+        self._closed = False
 
     def __repr__(self) -> str:
-        state = "done" if self._result is not None else "open" if self._events is not None else "not started"
+        state = (
+            "done"
+            if self._result is not None
+            else "closed"
+            if self._closed
+            else "open"
+            if self._events is not None
+            else "not started"
+        )
         return f"MediaStream({state})"
 
     def __aiter__(self) -> MediaStream[E, R]:
         return self
 
     async def __anext__(self) -> E:
-        if self._result is not None:
+        if self._result is not None or self._closed:
             raise StopAsyncIteration
         if self._events is None:
             self._flight, self._events = self._open()
@@ -597,12 +606,14 @@ class MediaStream(Generic[E, R]):
         try:
             event = await self._events.__anext__()
         except StopAsyncIteration:
+            self._closed = True
             failure = MalformedResponseError(
                 "the media stream ended without its result", provider=getattr(flight.provider, "name", None)
             )
             await flight.fail(failure)
             raise failure from None
         except BaseException as error:
+            self._closed = True
             await flight.fail(error)
             await self._close_events()
             raise
@@ -623,6 +634,7 @@ class MediaStream(Generic[E, R]):
 
     async def aclose(self) -> None:
         """Stop reading; the connection is released before this returns."""
+        self._closed = True
         if self._flight is not None and self._result is None:
             await self._flight.abandon()
         await self._close_events()
