@@ -78,9 +78,11 @@ def test_pcm_is_wrapped_as_a_wav_file_that_reads_back(pcm: bytes, kind: str, rat
 
 def test_wav_defaults_and_odd_lengths() -> None:
     data = pcm_to_wav(b"\x01\x02\x03", "audio/L16;codec=pcm;rate=24000;channels=2")
-    assert data[22:24] == b"\x02\x00" and data[24:28] == (24000).to_bytes(4, "little")
+    assert data[22:24] == b"\x02\x00"
+    assert data[24:28] == (24000).to_bytes(4, "little")
     assert data[40:44] == (3).to_bytes(4, "little")  # the data chunk counts its bytes, not the pad
-    assert len(data) == 44 + 4 and data.endswith(b"\x03\x00")
+    assert len(data) == 44 + 4
+    assert data.endswith(b"\x03\x00")
     with pytest.raises(ValueError, match="rate 0"):
         pcm_to_wav(b"", "audio/L16;rate=0")
 
@@ -164,7 +166,8 @@ def test_gpt_image_models_drop_style_and_aspect_ratio() -> None:
     )
     assert (path, body) == ("/images/generations", {"model": "gpt-image-2", "prompt": "p"})
     assert _names(warnings) == ["aspect_ratio", "style", "partial_images"]
-    assert warnings[0].kind == "parameter_stripped" and "size, not an aspect ratio" in warnings[0].message
+    assert warnings[0].kind == "parameter_stripped"
+    assert "size, not an aspect ratio" in warnings[0].message
 
 
 def test_dall_e_asks_for_base64_and_drops_what_it_lacks() -> None:
@@ -186,7 +189,8 @@ def test_dall_e_asks_for_base64_and_drops_what_it_lacks() -> None:
 
 def test_input_fidelity_applies_to_edits_only() -> None:
     _, body, warnings = encode_image_request(ImageRequest(model="gpt-image-1.5", prompt="p", input_fidelity="high"))
-    assert "input_fidelity" not in body and _names(warnings) == ["input_fidelity"]
+    assert "input_fidelity" not in body
+    assert _names(warnings) == ["input_fidelity"]
 
 
 @pytest.mark.parametrize(
@@ -255,7 +259,9 @@ async def test_a_provider_error_never_carries_the_key() -> None:
                 TranscriptionRequest(model="whisper-1", audio=b"RIFF0000WAVE", content_type="audio/wav")
             )
     for error in (caught.value, spoken.value, heard.value):
-        assert KEY not in str(error) and KEY not in (error.body or "") and "****" in str(error)
+        assert KEY not in str(error)
+        assert KEY not in (error.body or "")
+        assert "****" in str(error)
 
 
 def _sse(*events: dict[str, Any]) -> bytes:
@@ -319,7 +325,8 @@ async def test_raw_audio_stream_releases_its_connection_when_closed_early() -> N
         stream = provider.stream_speech(SpeechRequest(model="tts-1", text="t"))
         first = await stream.__anext__()
         await stream.aclose()
-    assert first.data == b"ID3one" and body.closed
+    assert first.data == b"ID3one"
+    assert body.closed
 
 
 # -- Gemini ----------------------------------------------------------------------------------------------------------
@@ -364,10 +371,13 @@ async def test_gemini_returns_the_images_made_when_some_calls_fail() -> None:
     provider, client = _gemini(handler)
     async with client:
         response = await provider.generate_image(ImageRequest(model="gemini-3.1-flash-image", prompt="p", count=3))
-    assert len(calls) == 3 and len(response.images) == 2
-    assert response.usage is not None and (response.usage.input_tokens, response.usage.output_tokens) == (10, 14)
+    assert len(calls) == 3
+    assert len(response.images) == 2
+    assert response.usage is not None
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (10, 14)
     [warning] = response.warnings
-    assert warning.kind == "partial_result" and warning.detail == {"asked": 3, "made": 2, "failed": [1]}
+    assert warning.kind == "partial_result"
+    assert warning.detail == {"asked": 3, "made": 2, "failed": [1]}
     assert "RateLimitError: quota" in warning.message
 
 

@@ -60,9 +60,12 @@ async def test_the_verbs_run_on_the_current_runtime() -> None:
     async with client:
         with onellm.use_runtime(rt):
             result = await onellm.generate_image("gpt-image-2", "A cute baby sea otter", size="1024x1024")
-    assert result.content_type == "image/png" and result.data.startswith(b"\x89PNG")
-    assert result.model == "openai:gpt-image-2" and str(result.cost.total) == "0.001870"  # type: ignore[union-attr]
-    assert result.usage is not None and result.usage.cost == Decimal("0.001870")
+    assert result.content_type == "image/png"
+    assert result.data.startswith(b"\x89PNG")
+    assert result.model == "openai:gpt-image-2"
+    assert str(result.cost.total) == "0.001870"
+    assert result.usage is not None
+    assert result.usage.cost == Decimal("0.001870")
     assert [p.content_type for p in result.parts()] == ["image/png"]
 
 
@@ -86,9 +89,12 @@ def test_the_sync_twins_drive_the_same_calls() -> None:
             made = onellm.generate_image_sync("gpt-image-2", "otter")
     finally:
         drive(client.aclose(), "aclose")
-    assert spoken.content_type == "audio/mpeg" and str(spoken.cost.total) == "0.000210"  # type: ignore[union-attr]
-    assert heard.text.startswith("Imagine") and str(heard.cost.total) == "0.0004850"  # type: ignore[union-attr]
-    assert verdict.flagged and verdict.cost.total == 0
+    assert spoken.content_type == "audio/mpeg"
+    assert str(spoken.cost.total) == "0.000210"
+    assert heard.text.startswith("Imagine")
+    assert str(heard.cost.total) == "0.0004850"
+    assert verdict.flagged
+    assert verdict.cost.total == 0
     assert verdict.to_data()["results"][0] == {
         "input": 0,
         "flagged": True,
@@ -114,7 +120,8 @@ async def test_a_model_of_another_kind_is_refused() -> None:
             await rt.generate_image("gpt-6-luna", "otter")
         with pytest.raises(UnsupportedParameterError, match="is a speech model"):
             await rt.transcribe("tts-1", b"ID3\x04 mp3")
-    assert caught.value.parameter == "model" and recorder.requests == []
+    assert caught.value.parameter == "model"
+    assert recorder.requests == []
 
 
 async def test_a_provider_without_the_capability_is_named() -> None:
@@ -155,7 +162,8 @@ async def test_a_spend_cap_refuses_a_call_whose_cost_cannot_be_known_before() ->
             await rt.transcribe("gpt-4o-transcribe", b"ID3\x04 mp3")
         with pytest.raises(BudgetExceededError, match="has no output limit"):
             await rt.generate_image("gpt-image-2", "otter")
-    assert recorder.requests == [] and rt.spent == 0
+    assert recorder.requests == []
+    assert rt.spent == 0
 
 
 async def test_a_spend_cap_holds_the_exact_worst_case_of_character_billed_speech() -> None:
@@ -205,7 +213,8 @@ async def test_each_call_is_recorded_with_its_operation_and_cost_lines() -> None
         with pytest.raises(onellm.BadRequestError):
             await rt.speak("tts-1", "x", voice="nobody")
     inference, error = (r.to_data() for r in seen)
-    assert inference["kind"] == "inference" and inference["operation"] == "speech"
+    assert inference["kind"] == "inference"
+    assert inference["operation"] == "speech"
     assert inference["provider"] == "openai"
     assert [line["counter"] for line in inference["usage"]["costLines"]] == ["inputTokens", "outputAudioTokens"]
     assert inference["usage"]["cost"] == result.cost.total  # type: ignore[union-attr]
@@ -266,7 +275,8 @@ def test_batch_applies_the_models_batch_multiplier() -> None:
     model = Catalog.shipped().resolve("gpt-image-2")
     usage = Usage(input_tokens=50, output_tokens=50, counters={"inputImageTokens": 40, "outputImageTokens": 50})
     cost, warnings = price_media(model, usage, "images", batch=True)
-    assert cost is not None and warnings == []
+    assert cost is not None
+    assert warnings == []
     assert [(line.counter, line.multiplier, line.amount) for line in cost.lines] == [
         ("inputTokens", Decimal("0.5"), Decimal("0.0000250")),
         ("inputImageTokens", Decimal("0.5"), Decimal("0.0001600")),
@@ -281,7 +291,8 @@ def test_moderation_is_free_and_missing_usage_is_not_estimated() -> None:
     assert price_media(unpriced, None, "moderation") == (onellm.Cost(), [])
     assert price_media(catalog.resolve("omni-moderation-latest"), None, "speech") == (onellm.Cost(), [])
     cost, [warning] = price_media(catalog.resolve("gpt-4o-mini-tts"), None, "speech")
-    assert cost is None and warning.kind == "usage_missing"
+    assert cost is None
+    assert warning.kind == "usage_missing"
 
 
 @pytest.mark.parametrize("name", ["openai-media/speech-no-usage", "openai-media/translation"])
@@ -293,7 +304,8 @@ async def test_usage_missing_leaves_the_cost_none(name: str) -> None:
             result: Any = await rt.speak(found["model"], found["request"]["text"])
         else:
             result = await rt.transcribe(found["model"], b"\0\0\0\x18ftypM4A ", translate=True)
-    assert result.cost is None and result.usage is None
+    assert result.cost is None
+    assert result.usage is None
     assert result.warnings[-1].kind == "usage_missing"
     assert json.dumps(result.warnings[-1].detail) == json.dumps({"model": f"openai:{found['model']}"})
 
