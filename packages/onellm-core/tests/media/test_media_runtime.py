@@ -42,10 +42,6 @@ def recorder_for(name: str, size: int | None = None) -> Recorder:
     return Recorder(found.get("responses") or [found["response"]], size)
 
 
-class Sink(EventRecordSink):
-    pass
-
-
 def _sink() -> tuple[EventRecordSink, list[Any]]:
     seen: list[Any] = []
     return EventRecordSink(seen.append), seen

@@ -94,9 +94,13 @@ class MediaToolOptions:
 def _named(argument: str, error: BaseException) -> BaseException:
     """The same error with the argument it is about in front of its message."""
     try:
-        return type(error)(f"{argument}: {error}")
+        named = type(error)(f"{argument}: {error}")
     except Exception:
         return ValueError(f"{argument}: {type(error).__name__}: {error}")
+    for key, value in vars(error).items():  # what the error carries besides its text (a rule, a target, a path)
+        if getattr(named, key, None) is None:
+            setattr(named, key, value)
+    return named
 
 
 async def _read(ctx: ToolContext, path: str, argument: str, limit: int) -> tuple[str, bytes]:
