@@ -44,7 +44,9 @@ def server(request: httpx.Request) -> httpx.Response:
         return answer(recorded("openai-media/speech-stream" if sse else "openai-media/speech-tts-1"))
     if path == "/v1/audio/transcriptions":
         streamed = b'name="stream"' in body
-        return answer(recorded("openai-media/transcription-stream" if streamed else "openai-media/transcription-tokens"))
+        return answer(
+            recorded("openai-media/transcription-stream" if streamed else "openai-media/transcription-tokens")
+        )
     if path == "/v1/moderations":
         return answer(recorded("openai-media/moderation-texts"))
     if path.endswith("gemini-3.1-flash-image:generateContent"):
@@ -52,6 +54,10 @@ def server(request: httpx.Request) -> httpx.Response:
     if path.endswith("gemini-3.8-flash-tts:generateContent"):
         return answer(recorded("gemini-media/speech-multi-speaker"))
     return httpx.Response(404, json={"error": {"message": f"no fixture for {path}"}})
+
+
+def drafts(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.glob("draft-*.png"))
 
 
 class Player:
@@ -84,7 +90,7 @@ async def test_the_examples_run_and_show_what_they_say(tmp_path: Path, monkeypat
     ns = namespace
     assert (tmp_path / "lighthouse.png").read_bytes() == ns["result"].data
     assert (ns["result"].content_type, ns["result"].cost.total) == ("image/png", Decimal("0.001870"))
-    assert [p.name for p in sorted(tmp_path.glob("draft-*.png"))] == ["draft-0.png", "draft-1.png"]
+    assert drafts(tmp_path) == ["draft-0.png", "draft-1.png"]
     assert [(w.kind, w.detail["parameter"]) for w in ns["banana"].warnings] == [("parameter_stripped", "quality")]
     assert ns["speech"].content_type == "audio/mpeg"
     assert ns["speech"].usage.counters == {"characters": 14}
