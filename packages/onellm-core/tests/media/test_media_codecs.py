@@ -401,3 +401,21 @@ async def test_gemini_speech_without_audio_is_refused_and_unknown_audio_kept_as_
     async with client:
         response = await provider.synthesize(SpeechRequest(model="gemini-3.8-flash-tts", text="t"))
     assert (response.audio, response.content_type) == (b"ID3x", "audio/mpeg")
+
+
+async def test_a_stream_error_that_echoes_the_key_is_cleaned() -> None:
+    body = _sse({"type": "error", "error": {"message": f"bad key {KEY}"}})
+    provider, client = _openai(lambda r: httpx.Response(200, content=body))
+    async with client:
+        with pytest.raises(ProviderError) as caught:
+            await _drain(provider.stream_image(ImageRequest(model="gpt-image-2", prompt="p")))
+    assert KEY not in str(caught.value)
+    assert "bad key ****" in str(caught.value)
+
+
+async def test_a_hostile_audio_format_is_malformed_not_a_crash() -> None:
+    part = {"inlineData": {"mimeType": "audio/L16;codec=pcm;rate=99999999999", "data": "AAAA"}}
+    provider, client = _gemini(lambda r: _json(200, _answer([part])))
+    async with client:
+        with pytest.raises(MalformedResponseError, match="not usable"):
+            await provider.synthesize(SpeechRequest(model="gemini-3.8-flash-tts", text="t"))

@@ -434,7 +434,7 @@ def pcm_to_wav(pcm: bytes, content_type: str | None = None, *, rate: int = 24_00
         found = _CHANNELS.search(content_type)
         if found:
             channels = int(found.group(1))
-    if not 0 < rate < 2**31 or not 0 < channels < 2**15:
+    if not 0 < rate <= 1_000_000 or not 0 < channels <= 64:
         raise ValueError(f"not a usable PCM format: rate {rate}, channels {channels}")
     if len(pcm) > 0xFFFFFFFF - 44:
         raise ValueError("PCM audio above 4 GiB does not fit in a WAV file")

@@ -600,7 +600,11 @@ class MediaStream(Generic[E, R]):
         if self._result is not None or self._closed:
             raise StopAsyncIteration
         if self._events is None:
-            self._flight, self._events = self._open()
+            try:
+                self._flight, self._events = self._open()
+            except BaseException:
+                self._closed = True
+                raise
         flight = self._flight
         assert flight is not None
         try:
