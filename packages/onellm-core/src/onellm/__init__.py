@@ -60,6 +60,9 @@ if TYPE_CHECKING:
     from onellm.instances import Instance as Instance
     from onellm.instances import InstanceStore as InstanceStore
     from onellm.instances import MemoryInstanceStore as MemoryInstanceStore
+    from onellm.media import ImageInput as ImageInput
+    from onellm.media import MediaToolOptions as MediaToolOptions
+    from onellm.media import media_tools as media_tools
     from onellm.messages import Annotation as Annotation
     from onellm.messages import AssetPart as AssetPart
     from onellm.messages import CallWarning as CallWarning
@@ -96,11 +99,16 @@ if TYPE_CHECKING:
     from onellm.runtime import AskResult as AskResult
     from onellm.runtime import Asset as Asset
     from onellm.runtime import ChatSession as ChatSession
+    from onellm.runtime import ImageResult as ImageResult
+    from onellm.runtime import MediaStream as MediaStream
+    from onellm.runtime import ModerationResult as ModerationResult
     from onellm.runtime import ProviderRegistry as ProviderRegistry
     from onellm.runtime import ResultCache as ResultCache
     from onellm.runtime import Runtime as Runtime
     from onellm.runtime import ScriptResult as ScriptResult
+    from onellm.runtime import SpeechResult as SpeechResult
     from onellm.runtime import StreamingAnswer as StreamingAnswer
+    from onellm.runtime import TranscriptionResult as TranscriptionResult
     from onellm.runtime import ask as ask
     from onellm.runtime import ask_sync as ask_sync
     from onellm.runtime import chat as chat
@@ -108,13 +116,24 @@ if TYPE_CHECKING:
     from onellm.runtime import embed as embed
     from onellm.runtime import embed_sync as embed_sync
     from onellm.runtime import generate as generate
+    from onellm.runtime import generate_image as generate_image
+    from onellm.runtime import generate_image_sync as generate_image_sync
     from onellm.runtime import generate_sync as generate_sync
+    from onellm.runtime import moderate as moderate
+    from onellm.runtime import moderate_sync as moderate_sync
     from onellm.runtime import run_script as run_script
     from onellm.runtime import run_script_sync as run_script_sync
     from onellm.runtime import set_default_runtime as set_default_runtime
+    from onellm.runtime import speak as speak
+    from onellm.runtime import speak_sync as speak_sync
     from onellm.runtime import stream as stream
+    from onellm.runtime import stream_image as stream_image
+    from onellm.runtime import stream_speech as stream_speech
     from onellm.runtime import stream_text as stream_text
     from onellm.runtime import stream_text_sync as stream_text_sync
+    from onellm.runtime import stream_transcription as stream_transcription
+    from onellm.runtime import transcribe as transcribe
+    from onellm.runtime import transcribe_sync as transcribe_sync
     from onellm.runtime import use_runtime as use_runtime
     from onellm.tools import Tool as Tool
     from onellm.tools import ToolContext as ToolContext
@@ -186,6 +205,25 @@ _LAZY: dict[str, str] = {
     "stream_text": "onellm.runtime",
     "stream_text_sync": "onellm.runtime",
     "use_runtime": "onellm.runtime",
+    "ImageResult": "onellm.runtime",
+    "MediaStream": "onellm.runtime",
+    "ModerationResult": "onellm.runtime",
+    "SpeechResult": "onellm.runtime",
+    "TranscriptionResult": "onellm.runtime",
+    "generate_image": "onellm.runtime",
+    "generate_image_sync": "onellm.runtime",
+    "moderate": "onellm.runtime",
+    "moderate_sync": "onellm.runtime",
+    "speak": "onellm.runtime",
+    "speak_sync": "onellm.runtime",
+    "stream_image": "onellm.runtime",
+    "stream_speech": "onellm.runtime",
+    "stream_transcription": "onellm.runtime",
+    "transcribe": "onellm.runtime",
+    "transcribe_sync": "onellm.runtime",
+    "ImageInput": "onellm.media",
+    "MediaToolOptions": "onellm.media",
+    "media_tools": "onellm.media",
     "CallWarning": "onellm.messages",
     "Cost": "onellm.messages",
     "CostLine": "onellm.messages",

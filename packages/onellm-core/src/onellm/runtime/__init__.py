@@ -1,6 +1,7 @@
 """The runtime and the happy path: `Runtime` (catalog, providers, store, record sinks, tools, grants, clock, spend
 caps, result cache), the default runtime as a context variable, and the verbs (`ask`, `generate`, `stream`,
-`stream_text`, `embed`, `chat`, `run_script`) with their blocking `_sync` twins. Every call is an instance saved to
+`stream_text`, `embed`, `chat`, `run_script`, and the media calls `generate_image`, `speak`, `transcribe`,
+`moderate` with their streamed forms) with their blocking `_sync` twins. Every chat call is an instance saved to
 the runtime's store.
 
 Beneath the verbs: `_runtime` (the `Runtime`), `_call` (one model call, whole or streamed), `_output` (structured
@@ -14,6 +15,29 @@ from onellm.runtime._cache import ResultCache
 from onellm.runtime._call import StreamingAnswer
 from onellm.runtime._chat import ChatSession
 from onellm.runtime._default import current_runtime, set_default_runtime, use_runtime
+from onellm.runtime._media import (
+    ImageOptions,
+    ImageResult,
+    MediaStream,
+    ModerationResult,
+    SpeechOptions,
+    SpeechResult,
+    TranscriptionOptions,
+    TranscriptionResult,
+)
+from onellm.runtime._media_verbs import (
+    generate_image,
+    generate_image_sync,
+    moderate,
+    moderate_sync,
+    speak,
+    speak_sync,
+    stream_image,
+    stream_speech,
+    stream_transcription,
+    transcribe,
+    transcribe_sync,
+)
 from onellm.runtime._registry import ProviderFactory, ProviderRegistry
 from onellm.runtime._results import AskResult, ScriptResult
 from onellm.runtime._runtime import Runtime
@@ -37,13 +61,21 @@ __all__ = [
     "AskResult",
     "Asset",
     "ChatSession",
+    "ImageOptions",
+    "ImageResult",
+    "MediaStream",
+    "ModerationResult",
     "ProviderFactory",
     "ProviderRegistry",
     "ResultCache",
     "Runtime",
     "RuntimeServices",
     "ScriptResult",
+    "SpeechOptions",
+    "SpeechResult",
     "StreamingAnswer",
+    "TranscriptionOptions",
+    "TranscriptionResult",
     "ask",
     "ask_sync",
     "chat",
@@ -51,12 +83,23 @@ __all__ = [
     "embed",
     "embed_sync",
     "generate",
+    "generate_image",
+    "generate_image_sync",
     "generate_sync",
+    "moderate",
+    "moderate_sync",
     "run_script",
     "run_script_sync",
     "set_default_runtime",
+    "speak",
+    "speak_sync",
     "stream",
+    "stream_image",
+    "stream_speech",
     "stream_text",
     "stream_text_sync",
+    "stream_transcription",
+    "transcribe",
+    "transcribe_sync",
     "use_runtime",
 ]

@@ -15,6 +15,7 @@ from onellm.errors import StorageError
 from onellm.messages import Message, Timestamp
 from onellm.runtime._cache import ResultCache
 from onellm.runtime._call import ModelCall, StreamingAnswer
+from onellm.runtime._media import MediaMethods
 from onellm.runtime._prompt import Content, api_source, check_options, new_message_id, prompt_parts
 from onellm.runtime._registry import ProviderRegistry
 from onellm.runtime._results import AskResult
@@ -36,9 +37,10 @@ __all__ = ["Content", "Runtime", "StreamingAnswer"]
 T = TypeVar("T")
 
 
-class Runtime:
+class Runtime(MediaMethods):
     """Everything a call needs: the model catalog, the providers, the instance store, record sinks, tools, grants,
-    the clock, spend caps and the optional result cache.
+    the clock, spend caps and the optional result cache. Media calls (`generate_image`, `speak`, `transcribe`,
+    `moderate` and the streamed forms) are in `MediaMethods`.
 
     ```python
     rt = Runtime(store=FileInstanceStore("runs"), spend_cap=Decimal("5"))

@@ -1,5 +1,5 @@
 """`GeminiProvider`: the Gemini API (`generativelanguage.googleapis.com`, v1beta) for chat, streaming, token counting,
-embeddings and batches."""
+embeddings, batches, images and speech."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from onellm.providers._http import ErrorDetail, HttpCall, decode_json
 from onellm.providers._protocols import EmbeddingRequest, EmbeddingResponse
 from onellm.providers._request import ChatRequest, ChatResponse
 from onellm.providers._stream import EventStream, collect, response_from
+from onellm.providers.gemini._media import GeminiMedia
 from onellm.providers.gemini._request import PROVIDER, encode_request
 from onellm.providers.gemini._response import ResponseDecoder
 
@@ -120,8 +121,8 @@ def _classify(error: ProviderError, detail: ErrorDetail | None) -> ProviderError
     return error
 
 
-class GeminiProvider(HttpProvider):
-    """The Gemini API. The key comes from the argument, `GEMINI_API_KEY` or `GOOGLE_API_KEY` and is sent in the
+class GeminiProvider(GeminiMedia, HttpProvider):
+    """The Gemini API (chat, and images and speech through `GeminiMedia`). The key comes from the argument, `GEMINI_API_KEY` or `GOOGLE_API_KEY` and is sent in the
     `x-goog-api-key` header; the base URL from the argument, the catalog or `GOOGLE_GEMINI_BASE_URL`.
 
     Per model, structured output uses `responseJsonSchema` unless the model takes the OpenAPI-subset

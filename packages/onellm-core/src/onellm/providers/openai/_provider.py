@@ -23,6 +23,7 @@ from onellm.providers.openai._chat import (
     decode_chat_completion,
     encode_chat_request,
 )
+from onellm.providers.openai._media import OpenAIMedia
 from onellm.providers.openai._responses import ResponsesStreamDecoder, decode_response, encode_responses_request
 
 if TYPE_CHECKING:
@@ -234,9 +235,10 @@ class OpenAICompatibleProvider(HttpProvider):
         return [answers[i] for i in range(expected)]
 
 
-class OpenAIProvider(OpenAICompatibleProvider):
-    """The OpenAI API. Speaks Responses by default (`api="chat"` for Chat Completions). The key comes from the
-    argument or `OPENAI_API_KEY`; the base URL from the argument, the catalog, or `OPENAI_BASE_URL`."""
+class OpenAIProvider(OpenAIMedia, OpenAICompatibleProvider):
+    """The OpenAI API. Speaks Responses by default (`api="chat"` for Chat Completions), and makes images, speech,
+    transcripts and moderation verdicts (`OpenAIMedia`). The key comes from the argument or `OPENAI_API_KEY`; the base
+    URL from the argument, the catalog, or `OPENAI_BASE_URL`."""
 
     default_base_url = "https://api.openai.com/v1"
     base_url_variable = "OPENAI_BASE_URL"
