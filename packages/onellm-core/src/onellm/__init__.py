@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from onellm._version import __version__
 from onellm.errors import (
+    ArgumentError,
     AuthError,
     BadDefinitionError,
     BadRequestError,
@@ -20,6 +21,7 @@ from onellm.errors import (
     ContentFilterError,
     ContextOverflowError,
     InstanceLockedError,
+    InvalidInstanceIdError,
     MalformedResponseError,
     ModelNotFoundError,
     OnellmError,
@@ -196,6 +198,7 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = [
+    "ArgumentError",
     "AuthError",
     "BadDefinitionError",
     "BadRequestError",
@@ -206,6 +209,7 @@ __all__ = [
     "ContentFilterError",
     "ContextOverflowError",
     "InstanceLockedError",
+    "InvalidInstanceIdError",
     "MalformedResponseError",
     "ModelNotFoundError",
     "OnellmError",
