@@ -5,14 +5,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeAlias, get_args
 
-import msgspec
-
-from onellm.messages import MessageSource, TextPart
-
-if TYPE_CHECKING:
-    from onellm.messages import Part
+from onellm.messages import MessageSource, Part, TextPart
 
 __all__ = [
     "REQUEST_OPTIONS",
@@ -24,8 +19,10 @@ __all__ = [
     "runtime_source",
 ]
 
-Content = Any
+Content: TypeAlias = str | Part
 """What a prompt is made of: strings (text) and message parts (`TextPart`, `AssetPart`, ...)."""
+
+_PART_TYPES: tuple[type, ...] = get_args(Part)
 
 REQUEST_OPTIONS = frozenset(
     {
@@ -54,12 +51,8 @@ def prompt_parts(content: Sequence[Content], argument: str = "content") -> list[
     for i, item in enumerate(content):
         if isinstance(item, str):
             parts.append(TextPart(item))
-        elif (
-            isinstance(item, msgspec.Struct)
-            and hasattr(item, "to_data")
-            and type(item).__module__.startswith("onellm.messages")
-        ):
-            parts.append(item)  # type: ignore[arg-type]
+        elif isinstance(item, _PART_TYPES):
+            parts.append(item)
         else:
             raise TypeError(f"{argument}[{i}]: expected a string or a message part, not {type(item).__name__}")
     if not parts:

@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Mapping
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, cast, get_args
 
 import anyio
 import msgspec
@@ -95,7 +95,7 @@ def _expand(part: FromPart, scope: Mapping[str, Any], file: str, where: str) -> 
     for i, item in enumerate(value):
         if isinstance(item, str):
             parts.append(TextPart(item))
-        elif isinstance(item, msgspec.Struct) and type(item).__module__.startswith("onellm.messages"):
+        elif isinstance(item, get_args(Part)):
             parts.append(cast(Part, item))
         elif isinstance(item, Mapping):
             parts.append(part_from_data(item, f"{part.path}[{i}]"))
