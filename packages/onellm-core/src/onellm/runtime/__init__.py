@@ -14,6 +14,7 @@ from onellm.runtime._cache import ResultCache
 from onellm.runtime._call import StreamingAnswer
 from onellm.runtime._chat import ChatSession
 from onellm.runtime._default import current_runtime, set_default_runtime, use_runtime
+from onellm.runtime._prompt import Content, RequestOptions
 from onellm.runtime._registry import ProviderFactory, ProviderRegistry
 from onellm.runtime._results import AskResult, ScriptResult
 from onellm.runtime._runtime import Runtime
@@ -37,8 +38,10 @@ __all__ = [
     "AskResult",
     "Asset",
     "ChatSession",
+    "Content",
     "ProviderFactory",
     "ProviderRegistry",
+    "RequestOptions",
     "ResultCache",
     "Runtime",
     "RuntimeServices",

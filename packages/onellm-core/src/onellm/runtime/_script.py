@@ -142,7 +142,7 @@ def _load(path: str | os.PathLike[str]) -> tuple[Definition, Path]:
 
 
 async def run_script(
-    services: RuntimeServices, path: str | os.PathLike[str], inputs: Mapping[str, Any], **options: Any
+    services: RuntimeServices, path: str | os.PathLike[str], inputs: Mapping[str, Any], *, model: str | None = None
 ) -> ScriptResult:
     """Run a definition as a script: one run on one instance, holding its lease throughout, one model call per user
     prompt. The `run` records open and close it; a turn that fails leaves the instance in `error`."""
@@ -150,10 +150,7 @@ async def run_script(
     from onellm.templating import render as render_template
 
     definition, folder = await anyio.to_thread.run_sync(_load, path)
-    for key in options:
-        if key != "model":
-            raise TypeError(f"run_script: unknown option {key!r} (it takes inputs= and model=)")
-    model_name = options.get("model") or definition.model
+    model_name = model or definition.model
     if not model_name:
         raise TypeError(f"{path}: the definition names no model; pass model=")
     resolved, provider = services.route(model_name)
