@@ -2,10 +2,13 @@
 call, agents and scripts as files, and tools that touch only what the host granted.
 
 The public names are imported lazily: `import onellm` stays cheap, and each subsystem (providers, YAML, templating,
-telemetry) loads on first use of one of its names.
+telemetry) loads on first use of one of its names. Machinery beneath the verbs (the request adjuster, the spend guard,
+the cost estimator, the token counters, catalog layers, the tool reference resolver, the built-in tools' options) is
+imported from its folder: `onellm.catalog`, `onellm.tools`, `onellm.tools.builtin`.
 """
 
 import importlib as _importlib
+import warnings as _warnings
 from typing import TYPE_CHECKING, Any
 
 from onellm._version import __version__
@@ -39,19 +42,12 @@ from onellm.errors import (
 )
 
 if TYPE_CHECKING:
-    # One line per lazily exported name, in the same order as _LAZY below.
     from onellm.capabilities import Capabilities as Capabilities
     from onellm.capabilities import EgressClient as EgressClient
     from onellm.catalog import Catalog as Catalog
-    from onellm.catalog import CatalogLayer as CatalogLayer
-    from onellm.catalog import CostEstimator as CostEstimator
-    from onellm.catalog import LocalTokenizer as LocalTokenizer
-    from onellm.catalog import RequestAdjuster as RequestAdjuster
     from onellm.catalog import RequestSettings as RequestSettings
     from onellm.catalog import ResolvedModel as ResolvedModel
     from onellm.catalog import SpendCap as SpendCap
-    from onellm.catalog import SpendGuard as SpendGuard
-    from onellm.catalog import TokenCount as TokenCount
     from onellm.clock import Clock as Clock
     from onellm.clock import FakeClock as FakeClock
     from onellm.clock import SystemClock as SystemClock
@@ -62,23 +58,42 @@ if TYPE_CHECKING:
     from onellm.instances import InstanceStore as InstanceStore
     from onellm.instances import MemoryInstanceStore as MemoryInstanceStore
     from onellm.messages import Annotation as Annotation
+    from onellm.messages import AnnotationEvent as AnnotationEvent
     from onellm.messages import AssetPart as AssetPart
     from onellm.messages import CallWarning as CallWarning
     from onellm.messages import Cost as Cost
     from onellm.messages import CostLine as CostLine
+    from onellm.messages import Done as Done
     from onellm.messages import FileRefPart as FileRefPart
+    from onellm.messages import HostedToolCallArgumentsDelta as HostedToolCallArgumentsDelta
+    from onellm.messages import HostedToolCallEnd as HostedToolCallEnd
     from onellm.messages import HostedToolCallPart as HostedToolCallPart
+    from onellm.messages import HostedToolCallStart as HostedToolCallStart
     from onellm.messages import JsonPart as JsonPart
     from onellm.messages import Message as Message
     from onellm.messages import MessageSource as MessageSource
+    from onellm.messages import MessageStart as MessageStart
+    from onellm.messages import PartAdded as PartAdded
     from onellm.messages import ProviderPart as ProviderPart
+    from onellm.messages import ReasoningDelta as ReasoningDelta
+    from onellm.messages import ReasoningEnd as ReasoningEnd
     from onellm.messages import ReasoningPart as ReasoningPart
+    from onellm.messages import RefusalDelta as RefusalDelta
     from onellm.messages import RefusalPart as RefusalPart
+    from onellm.messages import StreamEvent as StreamEvent
+    from onellm.messages import TextDelta as TextDelta
     from onellm.messages import TextPart as TextPart
     from onellm.messages import Timestamp as Timestamp
     from onellm.messages import ToolCall as ToolCall
+    from onellm.messages import ToolCallArgumentsDelta as ToolCallArgumentsDelta
+    from onellm.messages import ToolCallEnd as ToolCallEnd
+    from onellm.messages import ToolCallStart as ToolCallStart
     from onellm.messages import Usage as Usage
+    from onellm.messages import UsageEvent as UsageEvent
+    from onellm.providers import CacheOptions as CacheOptions
+    from onellm.providers import ReasoningOptions as ReasoningOptions
     from onellm.providers import RetryPolicy as RetryPolicy
+    from onellm.providers import ToolChoice as ToolChoice
     from onellm.providers.anthropic import AnthropicProvider as AnthropicProvider
     from onellm.providers.gemini import GeminiProvider as GeminiProvider
     from onellm.providers.openai import OpenAICompatibleProvider as OpenAICompatibleProvider
@@ -89,7 +104,9 @@ if TYPE_CHECKING:
     from onellm.runtime import AskResult as AskResult
     from onellm.runtime import Asset as Asset
     from onellm.runtime import ChatSession as ChatSession
+    from onellm.runtime import Content as Content
     from onellm.runtime import ProviderRegistry as ProviderRegistry
+    from onellm.runtime import RequestOptions as RequestOptions
     from onellm.runtime import ResultCache as ResultCache
     from onellm.runtime import Runtime as Runtime
     from onellm.runtime import ScriptResult as ScriptResult
@@ -111,53 +128,87 @@ if TYPE_CHECKING:
     from onellm.runtime import use_runtime as use_runtime
     from onellm.tools import Tool as Tool
     from onellm.tools import ToolContext as ToolContext
-    from onellm.tools import ToolReferenceResolver as ToolReferenceResolver
     from onellm.tools import ToolResult as ToolResult
     from onellm.tools import tool as tool
-    from onellm.tools.builtin import BuiltinOptions as BuiltinOptions
     from onellm.tools.builtin import builtin_tools as builtin_tools
 
 # Public name -> module that defines it. Loaded on first attribute access.
 _LAZY: dict[str, str] = {
-    "Capabilities": "onellm.capabilities",
-    "EgressClient": "onellm.capabilities",
-    "Catalog": "onellm.catalog",
-    "CatalogLayer": "onellm.catalog",
-    "CostEstimator": "onellm.catalog",
-    "LocalTokenizer": "onellm.catalog",
-    "RequestAdjuster": "onellm.catalog",
-    "RequestSettings": "onellm.catalog",
-    "ResolvedModel": "onellm.catalog",
-    "SpendCap": "onellm.catalog",
-    "SpendGuard": "onellm.catalog",
-    "TokenCount": "onellm.catalog",
-    "Clock": "onellm.clock",
-    "FakeClock": "onellm.clock",
-    "SystemClock": "onellm.clock",
-    "Decider": "onellm.definitions",
-    "Definition": "onellm.definitions",
-    "FileInstanceStore": "onellm.instances",
-    "Instance": "onellm.instances",
-    "InstanceStore": "onellm.instances",
-    "MemoryInstanceStore": "onellm.instances",
-    "RetryPolicy": "onellm.providers",
+    "Annotation": "onellm.messages",
+    "AnnotationEvent": "onellm.messages",
     "AnthropicProvider": "onellm.providers.anthropic",
-    "GeminiProvider": "onellm.providers.gemini",
-    "OpenAICompatibleProvider": "onellm.providers.openai",
-    "OpenAIProvider": "onellm.providers.openai",
-    "EventRecordSink": "onellm.records",
-    "JsonlRecordSink": "onellm.records",
-    "RecordSinks": "onellm.records",
     "AskResult": "onellm.runtime",
     "Asset": "onellm.runtime",
+    "AssetPart": "onellm.messages",
+    "CacheOptions": "onellm.providers",
+    "CallWarning": "onellm.messages",
+    "Capabilities": "onellm.capabilities",
+    "Catalog": "onellm.catalog",
     "ChatSession": "onellm.runtime",
+    "Clock": "onellm.clock",
+    "Content": "onellm.runtime",
+    "Cost": "onellm.messages",
+    "CostLine": "onellm.messages",
+    "Decider": "onellm.definitions",
+    "Definition": "onellm.definitions",
+    "Done": "onellm.messages",
+    "EgressClient": "onellm.capabilities",
+    "EventRecordSink": "onellm.records",
+    "FakeClock": "onellm.clock",
+    "FileInstanceStore": "onellm.instances",
+    "FileRefPart": "onellm.messages",
+    "GeminiProvider": "onellm.providers.gemini",
+    "HostedToolCallArgumentsDelta": "onellm.messages",
+    "HostedToolCallEnd": "onellm.messages",
+    "HostedToolCallPart": "onellm.messages",
+    "HostedToolCallStart": "onellm.messages",
+    "Instance": "onellm.instances",
+    "InstanceStore": "onellm.instances",
+    "JsonPart": "onellm.messages",
+    "JsonlRecordSink": "onellm.records",
+    "MemoryInstanceStore": "onellm.instances",
+    "Message": "onellm.messages",
+    "MessageSource": "onellm.messages",
+    "MessageStart": "onellm.messages",
+    "OpenAICompatibleProvider": "onellm.providers.openai",
+    "OpenAIProvider": "onellm.providers.openai",
+    "PartAdded": "onellm.messages",
+    "ProviderPart": "onellm.messages",
     "ProviderRegistry": "onellm.runtime",
+    "ReasoningDelta": "onellm.messages",
+    "ReasoningEnd": "onellm.messages",
+    "ReasoningOptions": "onellm.providers",
+    "ReasoningPart": "onellm.messages",
+    "RecordSinks": "onellm.records",
+    "RefusalDelta": "onellm.messages",
+    "RefusalPart": "onellm.messages",
+    "RequestOptions": "onellm.runtime",
+    "RequestSettings": "onellm.catalog",
+    "ResolvedModel": "onellm.catalog",
     "ResultCache": "onellm.runtime",
+    "RetryPolicy": "onellm.providers",
     "Runtime": "onellm.runtime",
     "ScriptResult": "onellm.runtime",
+    "SpendCap": "onellm.catalog",
+    "StreamEvent": "onellm.messages",
     "StreamingAnswer": "onellm.runtime",
+    "SystemClock": "onellm.clock",
+    "TextDelta": "onellm.messages",
+    "TextPart": "onellm.messages",
+    "Timestamp": "onellm.messages",
+    "Tool": "onellm.tools",
+    "ToolCall": "onellm.messages",
+    "ToolCallArgumentsDelta": "onellm.messages",
+    "ToolCallEnd": "onellm.messages",
+    "ToolCallStart": "onellm.messages",
+    "ToolChoice": "onellm.providers",
+    "ToolContext": "onellm.tools",
+    "ToolResult": "onellm.tools",
+    "Usage": "onellm.messages",
+    "UsageEvent": "onellm.messages",
     "ask": "onellm.runtime",
     "ask_sync": "onellm.runtime",
+    "builtin_tools": "onellm.tools.builtin",
     "chat": "onellm.runtime",
     "current_runtime": "onellm.runtime",
     "embed": "onellm.runtime",
@@ -170,69 +221,151 @@ _LAZY: dict[str, str] = {
     "stream": "onellm.runtime",
     "stream_text": "onellm.runtime",
     "stream_text_sync": "onellm.runtime",
-    "use_runtime": "onellm.runtime",
-    "CallWarning": "onellm.messages",
-    "Cost": "onellm.messages",
-    "CostLine": "onellm.messages",
-    "Usage": "onellm.messages",
-    "Annotation": "onellm.messages",
-    "AssetPart": "onellm.messages",
-    "FileRefPart": "onellm.messages",
-    "HostedToolCallPart": "onellm.messages",
-    "JsonPart": "onellm.messages",
-    "Message": "onellm.messages",
-    "MessageSource": "onellm.messages",
-    "ProviderPart": "onellm.messages",
-    "ReasoningPart": "onellm.messages",
-    "RefusalPart": "onellm.messages",
-    "TextPart": "onellm.messages",
-    "Timestamp": "onellm.messages",
-    "ToolCall": "onellm.messages",
-    "Tool": "onellm.tools",
-    "ToolContext": "onellm.tools",
-    "ToolReferenceResolver": "onellm.tools",
-    "ToolResult": "onellm.tools",
     "tool": "onellm.tools",
+    "use_runtime": "onellm.runtime",
+}
+
+# Names that left the top level in 0.1.x -> where they live now. They still resolve, with a DeprecationWarning,
+# until 0.2; they are neither in `__all__` nor in `dir(onellm)`.
+_MOVED: dict[str, str] = {
     "BuiltinOptions": "onellm.tools.builtin",
-    "builtin_tools": "onellm.tools.builtin",
+    "CatalogLayer": "onellm.catalog",
+    "CostEstimator": "onellm.catalog",
+    "LocalTokenizer": "onellm.catalog",
+    "RequestAdjuster": "onellm.catalog",
+    "SpendGuard": "onellm.catalog",
+    "TokenCount": "onellm.catalog",
+    "ToolReferenceResolver": "onellm.tools",
 }
 
 __all__ = [
+    "Annotation",
+    "AnnotationEvent",
+    "AnthropicProvider",
     "ArgumentError",
+    "AskResult",
+    "Asset",
+    "AssetPart",
     "AuthError",
     "BadDefinitionError",
     "BadRequestError",
     "BudgetExceededError",
     "BudgetKind",
+    "CacheOptions",
+    "CallWarning",
+    "Capabilities",
     "CapabilityDeniedError",
     "CapabilityMissingError",
+    "Catalog",
+    "ChatSession",
+    "Clock",
+    "Content",
     "ContentFilterError",
     "ContextOverflowError",
+    "Cost",
+    "CostLine",
+    "Decider",
+    "Definition",
+    "Done",
+    "EgressClient",
+    "EventRecordSink",
+    "FakeClock",
+    "FileInstanceStore",
+    "FileRefPart",
+    "GeminiProvider",
+    "HostedToolCallArgumentsDelta",
+    "HostedToolCallEnd",
+    "HostedToolCallPart",
+    "HostedToolCallStart",
+    "Instance",
     "InstanceLockedError",
+    "InstanceStore",
     "InvalidInstanceIdError",
+    "JsonPart",
+    "JsonlRecordSink",
     "MalformedResponseError",
+    "MemoryInstanceStore",
+    "Message",
+    "MessageSource",
+    "MessageStart",
     "ModelNotFoundError",
     "OnellmError",
+    "OpenAICompatibleProvider",
+    "OpenAIProvider",
     "OverloadedError",
+    "PartAdded",
     "ProviderError",
+    "ProviderPart",
+    "ProviderRegistry",
     "RateLimitError",
+    "ReasoningDelta",
+    "ReasoningEnd",
+    "ReasoningOptions",
+    "ReasoningPart",
+    "RecordSinks",
+    "RefusalDelta",
+    "RefusalPart",
     "RefusedError",
+    "RequestOptions",
+    "RequestSettings",
+    "ResolvedModel",
+    "ResultCache",
+    "RetryPolicy",
     "RunCancelledError",
+    "Runtime",
+    "ScriptResult",
     "Secret",
+    "SpendCap",
     "SpendLimitReachedError",
     "StorageError",
+    "StreamEvent",
+    "StreamingAnswer",
+    "SystemClock",
     "TemplateError",
+    "TextDelta",
+    "TextPart",
+    "Timestamp",
+    "Tool",
+    "ToolCall",
+    "ToolCallArgumentsDelta",
+    "ToolCallEnd",
+    "ToolCallStart",
+    "ToolChoice",
+    "ToolContext",
+    "ToolResult",
     "TransportError",
     "UnsupportedParameterError",
+    "Usage",
+    "UsageEvent",
     "__version__",
-    *_LAZY,
+    "ask",
+    "ask_sync",
+    "builtin_tools",
+    "chat",
+    "current_runtime",
+    "embed",
+    "embed_sync",
+    "generate",
+    "generate_sync",
+    "run_script",
+    "run_script_sync",
+    "set_default_runtime",
+    "stream",
+    "stream_text",
+    "stream_text_sync",
+    "tool",
+    "use_runtime",
 ]
 
 
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
-        raise AttributeError(f"module 'onellm' has no attribute {name!r}")
+        moved = _MOVED.get(name)
+        if moved is None:
+            raise AttributeError(f"module 'onellm' has no attribute {name!r}")
+        _warnings.warn(f"onellm.{name} moved to {moved}.{name}; import it from there", DeprecationWarning, stacklevel=2)
+        return getattr(_importlib.import_module(moved), name)
     value = getattr(_importlib.import_module(module), name)
     globals()[name] = value
     return value
