@@ -39,6 +39,8 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
+from onellm._public import publish as _publish
+
 __all__ = [
     "ArgumentError",
     "AuthError",
@@ -379,3 +381,34 @@ class TemplateError(OnellmError):
             if column is not None:
                 where += f":{column}"
         super().__init__(f"{where}: {kind} error: {detail}")
+
+
+_publish(
+    "onellm",
+    ArgumentError,
+    AuthError,
+    BadDefinitionError,
+    BadRequestError,
+    BudgetExceededError,
+    BudgetKind,
+    CapabilityDeniedError,
+    CapabilityMissingError,
+    ContentFilterError,
+    ContextOverflowError,
+    InstanceLockedError,
+    InvalidInstanceIdError,
+    MalformedResponseError,
+    ModelNotFoundError,
+    OnellmError,
+    OverloadedError,
+    ProviderError,
+    RateLimitError,
+    RefusedError,
+    RunCancelledError,
+    Secret,
+    SpendLimitReachedError,
+    StorageError,
+    TemplateError,
+    TransportError,
+    UnsupportedParameterError,
+)

@@ -41,6 +41,7 @@ from onellm.errors import ArgumentError
 __all__ = [
     "KEYWORD_ORDER",
     "ArgumentError",
+    "Converter",
     "JsonType",
     "Property",
     "compile_type",

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
+from onellm._public import publish as _publish
+
 if TYPE_CHECKING:
     from onellm.catalog._catalog import ResolvedModel
 
@@ -105,3 +107,6 @@ class ModelProfile:
             thinking=thinking,
             properties=properties,
         )
+
+
+_publish("onellm.catalog", ModelProfile)

@@ -1,6 +1,7 @@
 """Model providers: the protocols every provider implements, the request and response types, the shared HTTP
 transport, retries, error mapping and the event-stream reader, and one sub-package per wire protocol."""
 
+from onellm._public import publish as _publish
 from onellm.providers._protocols import (
     BatchProvider,
     ChatProvider,
@@ -53,3 +54,26 @@ __all__ = [
     "parse_retry_after",
     "with_retries",
 ]
+
+_publish("onellm", CacheOptions, ReasoningOptions, RetryPolicy, ToolChoice)
+_publish(
+    "onellm.providers",
+    BatchProvider,
+    ChatProvider,
+    ChatRequest,
+    ChatResponse,
+    EmbeddingProvider,
+    EmbeddingRequest,
+    EmbeddingResponse,
+    FinishReason,
+    HostedToolDefinition,
+    ImageProvider,
+    ModerationProvider,
+    ResponseFormat,
+    SpeechProvider,
+    SseDecoder,
+    SseEvent,
+    TokenCountProvider,
+    ToolDefinition,
+    TranscriptionProvider,
+)

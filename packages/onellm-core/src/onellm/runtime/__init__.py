@@ -9,6 +9,7 @@ chat sessions, scripted runs, embeddings and the agent loop build on instead of 
 
 from __future__ import annotations
 
+from onellm._public import publish as _publish
 from onellm.runtime._assets import Asset
 from onellm.runtime._cache import ResultCache
 from onellm.runtime._call import StreamingAnswer
@@ -63,3 +64,17 @@ __all__ = [
     "stream_text_sync",
     "use_runtime",
 ]
+
+_publish(
+    "onellm",
+    AskResult,
+    Asset,
+    ChatSession,
+    ProviderRegistry,
+    RequestOptions,
+    ResultCache,
+    Runtime,
+    ScriptResult,
+    StreamingAnswer,
+)
+_publish("onellm.runtime", RuntimeServices)

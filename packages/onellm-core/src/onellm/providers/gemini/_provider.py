@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from onellm._public import publish as _publish
 from onellm.catalog._profile import SCHEMA_FORMS
 from onellm.errors import (
     AuthError,
@@ -332,3 +333,6 @@ class GeminiProvider(HttpProvider):
             answers.append((order, decode_generate_content(row["response"])))
         answers.sort(key=lambda pair: pair[0])
         return [answer for _, answer in answers]
+
+
+_publish("onellm", GeminiProvider)

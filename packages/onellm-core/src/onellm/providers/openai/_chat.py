@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from onellm._public import publish as _publish
 from onellm.errors import MalformedResponseError, ProviderError, UnsupportedParameterError
 from onellm.messages import (
     Annotation,
@@ -624,3 +625,6 @@ class ChatStreamDecoder:
         events.extend(ToolCallEnd(index) for index in self._open_calls)
         events.append(Done(_finish_name(self._finish, refused=self._refused)))
         return events
+
+
+_publish("onellm.providers.openai", ChatFlavor)
