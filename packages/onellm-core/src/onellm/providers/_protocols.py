@@ -19,11 +19,7 @@ __all__ = [
     "EmbeddingProvider",
     "EmbeddingRequest",
     "EmbeddingResponse",
-    "ImageProvider",
-    "ModerationProvider",
-    "SpeechProvider",
     "TokenCountProvider",
-    "TranscriptionProvider",
 ]
 
 
@@ -88,31 +84,3 @@ class BatchProvider(Protocol):
     async def batch_results(self, batch_id: str) -> list[ChatResponse]:
         """The answers, in the order the requests were submitted."""
         ...
-
-
-@runtime_checkable
-class ImageProvider(Protocol):
-    name: str
-
-    async def generate_image(self, model: str, prompt: str, **options: Any) -> Any: ...
-
-
-@runtime_checkable
-class SpeechProvider(Protocol):
-    name: str
-
-    async def synthesize(self, model: str, text: str, **options: Any) -> Any: ...
-
-
-@runtime_checkable
-class TranscriptionProvider(Protocol):
-    name: str
-
-    async def transcribe(self, model: str, audio: bytes, **options: Any) -> Any: ...
-
-
-@runtime_checkable
-class ModerationProvider(Protocol):
-    name: str
-
-    async def moderate(self, model: str, inputs: Sequence[str], **options: Any) -> Any: ...
