@@ -1,6 +1,9 @@
 """Model providers: the protocols every provider implements, the request and response types, the shared HTTP
 transport, retries, error mapping and the event-stream reader, and one sub-package per wire protocol."""
 
+import importlib as _importlib
+from typing import TYPE_CHECKING, Any
+
 from onellm._public import publish as _publish
 from onellm.providers._protocols import (
     BatchProvider,
@@ -22,7 +25,24 @@ from onellm.providers._request import (
     ToolDefinition,
 )
 from onellm.providers._retry import RetryPolicy, parse_retry_after, with_retries
+from onellm.providers._schema import SchemaConversion
 from onellm.providers._sse import SseDecoder, SseEvent
+
+if TYPE_CHECKING:
+    from onellm.providers._base import read_key
+    from onellm.providers._http import ClientPool, RawExchange, capturing_raw_exchange
+    from onellm.providers._stream import collecting_into, response_from, whole_answer_accumulator
+
+# Loaded on first use: the HTTP transport imports httpx.
+_LAZY = {
+    "ClientPool": "onellm.providers._http",
+    "RawExchange": "onellm.providers._http",
+    "capturing_raw_exchange": "onellm.providers._http",
+    "collecting_into": "onellm.providers._stream",
+    "read_key": "onellm.providers._base",
+    "response_from": "onellm.providers._stream",
+    "whole_answer_accumulator": "onellm.providers._stream",
+}
 
 __all__ = [
     "BatchProvider",
@@ -30,20 +50,28 @@ __all__ = [
     "ChatProvider",
     "ChatRequest",
     "ChatResponse",
+    "ClientPool",
     "EmbeddingProvider",
     "EmbeddingRequest",
     "EmbeddingResponse",
     "FinishReason",
     "HostedToolDefinition",
+    "RawExchange",
     "ReasoningOptions",
     "ResponseFormat",
     "RetryPolicy",
+    "SchemaConversion",
     "SseDecoder",
     "SseEvent",
     "TokenCountProvider",
     "ToolChoice",
     "ToolDefinition",
+    "capturing_raw_exchange",
+    "collecting_into",
     "parse_retry_after",
+    "read_key",
+    "response_from",
+    "whole_answer_accumulator",
     "with_retries",
 ]
 
@@ -60,8 +88,18 @@ _publish(
     FinishReason,
     HostedToolDefinition,
     ResponseFormat,
+    SchemaConversion,
     SseDecoder,
     SseEvent,
     TokenCountProvider,
     ToolDefinition,
 )
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'onellm.providers' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from onellm.providers._request import ChatRequest, ChatResponse
 
 if TYPE_CHECKING:
-    from onellm.messages import CallWarning, Usage
-    from onellm.messages._events import StreamEvent
+    from onellm.messages import CallWarning, StreamEvent, Usage
 
 __all__ = [
     "BatchProvider",

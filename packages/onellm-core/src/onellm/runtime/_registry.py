@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import httpx
 
     from onellm.catalog import Catalog, ResolvedModel
-    from onellm.providers._http import ClientPool
+    from onellm.providers import ClientPool
 
 __all__ = ["ProviderFactory", "ProviderRegistry"]
 
@@ -162,7 +162,7 @@ class ProviderRegistry:
         """The HTTP clients the providers this registry creates share: one per event loop, or the client given."""
         with self._lock:
             if self._pool is None:
-                from onellm.providers._http import ClientPool
+                from onellm.providers import ClientPool
 
                 self._pool = ClientPool(self._http_client)
             return self._pool
@@ -191,7 +191,7 @@ class ProviderRegistry:
         environ = self._environment()
         key: Secret | None = None
         if variable:
-            from onellm.providers._base import read_key
+            from onellm.providers import read_key
 
             key = read_key(None, (variable,), environ)
             if key is None and not model.local:

@@ -479,8 +479,7 @@ class _Services:
     def new_instance(
         self, model: ResolvedModel, requested: str, system: str | None, *, started: Timestamp | None = None
     ) -> Instance:
-        from onellm.instances import Instance
-        from onellm.instances._ids import new_instance_id
+        from onellm.instances import Instance, new_instance_id
 
         return Instance(
             id=new_instance_id(),

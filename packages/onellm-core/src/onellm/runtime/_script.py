@@ -18,7 +18,7 @@ import msgspec
 
 from onellm.errors import BadDefinitionError, RunCancelledError, StorageError
 from onellm.messages import CallWarning, Cost, FromPart, Message, Part, TextPart, part_from_data
-from onellm.providers._request import ResponseFormat
+from onellm.providers import ResponseFormat
 from onellm.runtime._call import ModelCall
 from onellm.runtime._prompt import api_source, new_message_id, runtime_source
 from onellm.runtime._results import AskResult, ScriptResult

@@ -27,8 +27,7 @@ import anyio
 import msgspec
 
 from onellm.errors import ProviderError
-from onellm.messages import Usage
-from onellm.messages._events import (
+from onellm.messages import (
     Done,
     MessageStart,
     StreamEvent,
@@ -36,11 +35,17 @@ from onellm.messages._events import (
     ToolCallArgumentsDelta,
     ToolCallEnd,
     ToolCallStart,
+    Usage,
     UsageEvent,
 )
-from onellm.providers._protocols import EmbeddingRequest, EmbeddingResponse
-from onellm.providers._request import ChatRequest, ChatResponse
-from onellm.providers._stream import response_from, whole_answer_accumulator
+from onellm.providers import (
+    ChatRequest,
+    ChatResponse,
+    EmbeddingRequest,
+    EmbeddingResponse,
+    response_from,
+    whole_answer_accumulator,
+)
 
 if TYPE_CHECKING:
     from onellm.clock import Clock

@@ -43,4 +43,4 @@ __all__ = [
 ]
 
 _publish("onellm", Tool, ToolContext, ToolResult)
-_publish("onellm.tools", ResolvedReferences, SchemaConversion, ToolReferenceResolver, ToolRegistry)
+_publish("onellm.tools", ResolvedReferences, ToolReferenceResolver, ToolRegistry)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from onellm._public import publish as _publish
-from onellm.catalog._profile import SCHEMA_FORMS
+from onellm.catalog import SCHEMA_FORMS
 from onellm.errors import (
     AuthError,
     MalformedResponseError,
@@ -21,8 +21,7 @@ from onellm.errors import (
     Secret,
     UnsupportedParameterError,
 )
-from onellm.messages import CallWarning, Usage
-from onellm.messages._events import MessageAccumulator
+from onellm.messages import CallWarning, MessageAccumulator, Usage
 from onellm.providers._base import HttpProvider, path_segment
 from onellm.providers._http import ErrorDetail, HttpCall, decode_json
 from onellm.providers._protocols import EmbeddingRequest, EmbeddingResponse
