@@ -156,7 +156,9 @@ def _homes() -> dict[type, str]:
 
 
 def test_public_classes_name_their_public_path() -> None:
-    wrong = {f"{cls.__qualname__}: {cls.__module__} != {home}" for cls, home in _homes().items() if cls.__module__ != home}
+    wrong = {
+        f"{cls.__qualname__}: {cls.__module__} != {home}" for cls, home in _homes().items() if cls.__module__ != home
+    }
     assert wrong == set()
     assert repr(onellm.Message) == "<class 'onellm.Message'>"
     assert repr(onellm.catalog.SpendGuard) == "<class 'onellm.catalog.SpendGuard'>"
@@ -177,7 +179,9 @@ def test_the_public_path_holds_whichever_module_is_imported_first() -> None:
         "    got = getattr(importlib.import_module(module), name).__module__\n"
         "    print(module, name, got == home, got)\n"
     )
-    for line in subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines():
+    for line in subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.splitlines():
         assert " True " in line, line
 
 

@@ -36,8 +36,15 @@ class ModelProfile:
     default (and says so in a warning where the API needs a value, as Anthropic's `max_tokens`).
 
     ```python
+    from onellm.catalog import Catalog
+    from onellm.messages import Message, TextPart
+    from onellm.providers import ChatRequest
+    from onellm.providers.anthropic import AnthropicProvider
+
     profile = Catalog.shipped().resolve("claude-sonnet").profile
-    response = await AnthropicProvider().send(ChatRequest("claude-sonnet-5-5", messages, profile=profile))
+    messages = [Message(user=[TextPart("Hello")])]
+    async with AnthropicProvider() as provider:
+        response = await provider.send(ChatRequest("claude-sonnet-5-5", messages, profile=profile))
     ```
     """
 

@@ -416,4 +416,5 @@ class EventStream:
             if response is not None:
                 await response.aclose()
 
+
 _publish("onellm.providers", collecting_into)

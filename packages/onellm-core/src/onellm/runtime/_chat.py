@@ -27,6 +27,8 @@ class ChatSession:
     """A conversation with one model, kept in one instance that is saved `waiting` after every turn.
 
     ```python
+    import onellm
+
     async with onellm.chat("claude-sonnet", system="Be brief.") as chat:
         await chat.ask("Name a prime.")
         await chat.ask("And the next one?")

@@ -99,6 +99,10 @@ class ProviderRegistry:
     """Providers by catalog provider name, preset name or protocol.
 
     ```python
+    from onellm import Runtime
+    from onellm.testing import ScriptedProvider
+
+    runtime = Runtime()
     runtime.providers.set("openai", ScriptedProvider("openai"))
     ```
     """

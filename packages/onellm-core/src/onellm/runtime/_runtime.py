@@ -41,8 +41,14 @@ class Runtime:
     the clock, spend caps and the optional result cache.
 
     ```python
+    from decimal import Decimal
+
+    import onellm
+    from onellm import FileInstanceStore, Runtime
+    from onellm.testing import ScriptedProvider
+
     rt = Runtime(store=FileInstanceStore("runs"), spend_cap=Decimal("5"))
-    rt.providers.set("openai", ScriptedProvider("openai"))
+    rt.providers.set("openai", ScriptedProvider("openai").enqueue_text("2, 3 and 5."))
     with onellm.use_runtime(rt):
         print(await onellm.ask("gpt-6-luna", "Name three prime numbers."))
     ```

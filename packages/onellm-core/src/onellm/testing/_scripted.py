@@ -5,10 +5,13 @@ are priced as real calls would be; nothing leaves the process. Each request take
 answer (`send`) is built from the same events a streamed answer (`stream`) yields, so the two give equal messages.
 
 ```python
+from onellm import Runtime
+from onellm.testing import ScriptedProvider, ScriptStep
+
 openai = ScriptedProvider("openai").enqueue(ScriptStep.text_with_usage("2, 3 and 5.", 13, 7))
 runtime = Runtime()
 runtime.providers.set("openai", openai)
-...
+assert await runtime.ask("gpt-6-luna", "Name three prime numbers.") == "2, 3 and 5."
 openai.assert_complete()
 ```
 """

@@ -49,6 +49,11 @@ class AnthropicProvider(HttpProvider):
     the API rejects sampling parameters, and the codec leaves them out with a warning.
 
     ```python
+    from onellm.catalog import Catalog
+    from onellm.messages import Message, TextPart
+    from onellm.providers import ChatRequest
+    from onellm.providers.anthropic import AnthropicProvider
+
     claude = Catalog.shipped().resolve("claude-sonnet")
     async with AnthropicProvider() as provider:
         answer = await provider.send(
