@@ -3,15 +3,46 @@
 Every failure onellm raises derives from `OnellmError`. Provider failures derive from `ProviderError`, which carries the
 provider name and the HTTP status. API keys travel as `Secret` values, whose text never appears in a message, a repr, a
 log line or a record.
+
+```
+OnellmError
+├── ProviderError              a model call failed: provider, status, body, request id
+│   ├── AuthError              the key is missing, wrong or not allowed
+│   ├── BadRequestError        the request is wrong; never retried
+│   ├── ContentFilterError
+│   ├── ContextOverflowError
+│   ├── MalformedResponseError the response is not what the API documents
+│   ├── OverloadedError        with `retry_after`
+│   ├── RateLimitError         with `retry_after` and `quota_exhausted`
+│   ├── RefusedError
+│   ├── SpendLimitReachedError the account's own limit at the provider
+│   └── TransportError         the connection failed or timed out
+├── ArgumentError              a value does not fit its type: `path` (`items[2].qty`) and `problem`
+├── BadDefinitionError         a file is wrong: file, line, column, path
+├── BudgetExceededError        a spend, token, turn or tool-call cap: `kind`, `limit`, `spent`
+├── CapabilityDeniedError      a grant refused a path, command or host: `target`, `rule`
+├── CapabilityMissingError     a package or a grant is missing, and how to get it
+├── InstanceLockedError        another holder has the instance's lease
+├── InvalidInstanceIdError     also a `ValueError`
+├── ModelNotFoundError         `name`, `candidates`
+├── RunCancelledError          `instance`, saved with what had arrived
+├── StorageError               a store, sink or file failed: `path`, `operation`, `result`
+├── TemplateError              `kind`, `name`, `line`, `column`, `offset`
+└── UnsupportedParameterError  `parameter`, `model`
+```
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
+from onellm._public import publish as _publish
+
 __all__ = [
+    "ArgumentError",
     "AuthError",
     "BadDefinitionError",
     "BadRequestError",
@@ -23,6 +54,7 @@ __all__ = [
     "ContentFilterError",
     "ContextOverflowError",
     "InstanceLockedError",
+    "InvalidInstanceIdError",
     "MalformedResponseError",
     "ModelNotFoundError",
     "OnellmError",
@@ -278,6 +310,48 @@ class InstanceLockedError(OnellmError):
         self.instance_id = instance_id
 
 
+class InvalidInstanceIdError(OnellmError, ValueError):
+    """An instance id is not 1 to 128 characters of ASCII letters, digits, `-` and `_`."""
+
+    def __init__(self, message: str, *, instance_id: object = None) -> None:
+        super().__init__(message)
+        self.instance_id = instance_id
+        """The value that was refused."""
+
+
+class ArgumentError(OnellmError):
+    """A JSON value does not fit the type: `path` names it (`items[2].qty`), `problem` says how."""
+
+    def __init__(self, problem: str, path: Sequence[str | int] = ()) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        """What is wrong, for example `must be an integer, not a string`."""
+        self.segments: list[str | int] = list(path)
+        """The keys and indexes from the top value down to the one that does not fit."""
+
+    def within(self, segment: str | int) -> ArgumentError:
+        """Put this error one level down, under `segment` (an object key or an array index); returns self."""
+        self.segments.insert(0, segment)
+        return self
+
+    @property
+    def path(self) -> str:
+        """The path as text: `items[2].qty`, `notes["a b"]`; empty for the top value."""
+        from onellm._describe import format_path
+
+        return format_path(self.segments)
+
+    def message(self, subject: str = "Argument") -> str:
+        """The sentence shown to the model, for example `Argument 'items[2].qty' must be an integer, not a string.`"""
+        path = self.path
+        if path:
+            return f"{subject} '{path}' {self.problem}."
+        return f"{subject} {self.problem}."
+
+    def __str__(self) -> str:
+        return self.message()
+
+
 class StorageError(OnellmError):
     """A store, record sink or file could not be read or written: a full or read-only disk, a path that is not a
     regular file, a link leading out of the store, a file that is not what it claims to be.
@@ -333,3 +407,35 @@ class TemplateError(OnellmError):
             if column is not None:
                 where += f":{column}"
         super().__init__(f"{where}: {kind} error: {detail}")
+
+
+_publish(
+    "onellm",
+    ArgumentError,
+    AuthError,
+    BadDefinitionError,
+    BadRequestError,
+    BudgetExceededError,
+    BudgetKind,
+    CapabilityDeniedError,
+    CapabilityMissingError,
+    ConfigurationError,
+    ContentFilterError,
+    ContextOverflowError,
+    InstanceLockedError,
+    InvalidInstanceIdError,
+    MalformedResponseError,
+    ModelNotFoundError,
+    OnellmError,
+    OverloadedError,
+    ProviderError,
+    RateLimitError,
+    RefusedError,
+    RunCancelledError,
+    Secret,
+    SpendLimitReachedError,
+    StorageError,
+    TemplateError,
+    TransportError,
+    UnsupportedParameterError,
+)

@@ -5,36 +5,35 @@ The verbs (`onellm.generate_image`, `speak`, `transcribe`, `moderate`, their `_s
 requests and responses beneath them, and the media tools for agents, in one place.
 """
 
-from onellm.providers._media import (
+from onellm.catalog.pricing import price_media
+from onellm.providers import (
     AudioChunk,
     GeneratedImage,
     ImageInput,
     ImagePartial,
+    ImageProvider,
     ImageRequest,
     ImageResponse,
+    ImageStreamingProvider,
     MediaDone,
     MediaEventStream,
+    ModerationProvider,
     ModerationRequest,
     ModerationResponse,
     ModerationVerdict,
     SpeakerVoice,
+    SpeechProvider,
     SpeechRequest,
     SpeechResponse,
+    SpeechStreamingProvider,
     TranscriptDelta,
+    TranscriptionProvider,
     TranscriptionRequest,
     TranscriptionResponse,
+    TranscriptionStreamingProvider,
     pcm_to_wav,
 )
-from onellm.providers._protocols import (
-    ImageProvider,
-    ImageStreamingProvider,
-    ModerationProvider,
-    SpeechProvider,
-    SpeechStreamingProvider,
-    TranscriptionProvider,
-    TranscriptionStreamingProvider,
-)
-from onellm.runtime._media import (
+from onellm.runtime import (
     AudioSource,
     ImageOptions,
     ImageResult,
@@ -45,9 +44,6 @@ from onellm.runtime._media import (
     SpeechResult,
     TranscriptionOptions,
     TranscriptionResult,
-    price_media,
-)
-from onellm.runtime._media_verbs import (
     generate_image,
     generate_image_sync,
     moderate,

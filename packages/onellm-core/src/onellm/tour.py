@@ -24,6 +24,8 @@ import onellm
 from onellm.instances import FileInstanceStore
 from onellm.testing import ScriptedProvider, ScriptStep
 
+__all__ = ["COMMIT_MESSAGE_FLOW", "Invoice", "Tour", "main"]
+
 COMMIT_MESSAGE_FLOW = """\
 model: gpt-6-luna
 systemPrompt: You write git commit messages.

@@ -9,6 +9,7 @@ key kept. Errors are `onellm.BadDefinitionError` with the file and the 1-based l
 
 from __future__ import annotations
 
+from onellm._public import publish as _publish
 from onellm.definitions._agent import (
     HOOK_POINTS,
     ContextStrategy,
@@ -38,3 +39,17 @@ __all__ = [
     "Thinking",
     "decider_name",
 ]
+
+_publish("onellm", Decider, Definition)
+_publish(
+    "onellm.definitions",
+    CacheOptions,
+    ContextStrategy,
+    DefinitionWarning,
+    FlowMetadata,
+    HookEntry,
+    LlmOptions,
+    Question,
+    Reference,
+    Thinking,
+)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 
 import msgspec
 
-from onellm.catalog._profile import ModelProfile
+from onellm.catalog import ModelProfile
 from onellm.errors import AuthError, ConfigurationError, MalformedResponseError, Secret
 from onellm.providers._errors import clean
 from onellm.providers._http import (

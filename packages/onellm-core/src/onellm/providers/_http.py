@@ -28,6 +28,7 @@ import anyio
 import httpx
 import msgspec
 
+from onellm._public import publish as _publish
 from onellm.clock import Clock, SystemClock
 from onellm.errors import MalformedResponseError, ProviderError, Secret, TransportError
 from onellm.providers._errors import Redactor, error_from_status, scrub
@@ -606,3 +607,6 @@ def decode_json(data: bytes, *, provider: str, what: str = "response") -> Any:
     except RecursionError:
         failure = MalformedResponseError(f"the {what} nests too deeply to be read", provider=provider)
     raise failure
+
+
+_publish("onellm.providers", ClientPool, RawExchange)

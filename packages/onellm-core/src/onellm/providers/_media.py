@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar
 
+from onellm._public import publish as _publish
 from onellm.messages import CallWarning, Usage
 
 if TYPE_CHECKING:
@@ -518,3 +519,25 @@ def settings_given(request: Any, names: Sequence[str]) -> list[str]:
 
 def mapping_of(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+_publish("onellm", ImageInput)
+_publish(
+    "onellm.media",
+    AudioChunk,
+    GeneratedImage,
+    ImagePartial,
+    ImageRequest,
+    ImageResponse,
+    MediaDone,
+    MediaEventStream,
+    ModerationRequest,
+    ModerationResponse,
+    ModerationVerdict,
+    SpeakerVoice,
+    SpeechRequest,
+    SpeechResponse,
+    TranscriptDelta,
+    TranscriptionRequest,
+    TranscriptionResponse,
+)

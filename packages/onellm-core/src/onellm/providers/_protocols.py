@@ -7,11 +7,11 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from onellm._public import publish as _publish
 from onellm.providers._request import ChatRequest, ChatResponse
 
 if TYPE_CHECKING:
-    from onellm.messages import CallWarning, Usage
-    from onellm.messages._events import StreamEvent
+    from onellm.messages import CallWarning, StreamEvent, Usage
     from onellm.providers._media import (
         ImageRequest,
         ImageResponse,
@@ -168,3 +168,15 @@ class ModerationProvider(Protocol):
     name: str
 
     async def moderate(self, request: ModerationRequest) -> ModerationResponse: ...
+
+
+_publish(
+    "onellm.media",
+    ImageProvider,
+    ImageStreamingProvider,
+    ModerationProvider,
+    SpeechProvider,
+    SpeechStreamingProvider,
+    TranscriptionProvider,
+    TranscriptionStreamingProvider,
+)

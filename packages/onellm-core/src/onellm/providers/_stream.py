@@ -28,8 +28,9 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import anyio
 
+from onellm._public import publish as _publish
 from onellm.errors import MalformedResponseError, TransportError
-from onellm.messages._events import MessageAccumulator, StreamEvent
+from onellm.messages import MessageAccumulator, StreamEvent
 from onellm.providers._errors import clean
 from onellm.providers._request import ChatResponse, FinishReason
 from onellm.providers._sse import SseDecoder, SseEvent
@@ -430,3 +431,6 @@ class EventStream:
                     await close()
             if response is not None:
                 await response.aclose()
+
+
+_publish("onellm.providers", collecting_into)

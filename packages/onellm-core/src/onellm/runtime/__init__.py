@@ -10,14 +10,17 @@ chat sessions, scripted runs, embeddings and the agent loop build on instead of 
 
 from __future__ import annotations
 
+from onellm._public import publish as _publish
 from onellm.runtime._assets import Asset
 from onellm.runtime._cache import ResultCache
 from onellm.runtime._call import StreamingAnswer
 from onellm.runtime._chat import ChatSession
 from onellm.runtime._default import current_runtime, set_default_runtime, use_runtime
 from onellm.runtime._media import (
+    AudioSource,
     ImageOptions,
     ImageResult,
+    ImageSource,
     MediaStream,
     ModerationResult,
     SpeechOptions,
@@ -38,6 +41,7 @@ from onellm.runtime._media_verbs import (
     transcribe,
     transcribe_sync,
 )
+from onellm.runtime._prompt import Content, RequestOptions
 from onellm.runtime._registry import ProviderFactory, ProviderRegistry
 from onellm.runtime._results import AskResult, ScriptResult
 from onellm.runtime._runtime import Runtime
@@ -60,13 +64,17 @@ from onellm.runtime._verbs import (
 __all__ = [
     "AskResult",
     "Asset",
+    "AudioSource",
     "ChatSession",
+    "Content",
     "ImageOptions",
     "ImageResult",
+    "ImageSource",
     "MediaStream",
     "ModerationResult",
     "ProviderFactory",
     "ProviderRegistry",
+    "RequestOptions",
     "ResultCache",
     "Runtime",
     "RuntimeServices",
@@ -103,3 +111,17 @@ __all__ = [
     "transcribe_sync",
     "use_runtime",
 ]
+
+_publish(
+    "onellm",
+    AskResult,
+    Asset,
+    ChatSession,
+    ProviderRegistry,
+    RequestOptions,
+    ResultCache,
+    Runtime,
+    ScriptResult,
+    StreamingAnswer,
+)
+_publish("onellm.runtime", RuntimeServices)

@@ -26,46 +26,44 @@ from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypedDict, TypeVar, U
 
 import anyio
 
+from onellm._public import publish as _publish
+from onellm.catalog.pricing import price_media
 from onellm.errors import CapabilityMissingError, MalformedResponseError, UnsupportedParameterError
 from onellm.messages import AssetPart, CallWarning, Cost, Usage
-from onellm.providers._media import (
+from onellm.providers import (
     AudioChunk,
     GeneratedImage,
     ImageInput,
     ImagePartial,
+    ImageProvider,
     ImageRequest,
     ImageResponse,
+    ImageStreamingProvider,
     MediaDone,
+    ModerationProvider,
     ModerationRequest,
     ModerationResponse,
     ModerationVerdict,
     SpeakerVoice,
+    SpeechProvider,
     SpeechRequest,
     SpeechResponse,
+    SpeechStreamingProvider,
     TranscriptDelta,
+    TranscriptionProvider,
     TranscriptionRequest,
     TranscriptionResponse,
+    TranscriptionStreamingProvider,
     sniff_audio_type,
     sniff_image_type,
     utf16_length,
 )
-from onellm.providers._protocols import (
-    ImageProvider,
-    ImageStreamingProvider,
-    ModerationProvider,
-    SpeechProvider,
-    SpeechStreamingProvider,
-    TranscriptionProvider,
-    TranscriptionStreamingProvider,
-)
 
 if TYPE_CHECKING:
-    import datetime as dt
-
     from onellm.catalog import ResolvedModel
     from onellm.catalog.spend import CostEstimate, Reservation
     from onellm.runtime._services import RuntimeServices
-    from onellm.telemetry._genai import CallObserver
+    from onellm.telemetry import CallObserver
 
 __all__ = [
     "AudioSource",
@@ -83,7 +81,6 @@ __all__ = [
     "generate_image",
     "image_input",
     "moderate",
-    "price_media",
     "speak",
     "stream_image",
     "stream_speech",
@@ -320,37 +317,6 @@ def audio_input(value: Any, content_type: str | None = None, where: str = "audio
 # -- pricing ---------------------------------------------------------------------------------------------------------
 
 
-def usage_missing(model: str) -> CallWarning:
-    return CallWarning(
-        kind="usage_missing",
-        message=f"{model}: the service reported no usage for this call; its cost is unknown and not estimated",
-        detail={"model": model},
-    )
-
-
-def price_media(
-    resolved: ResolvedModel,
-    usage: Usage | None,
-    operation: str,
-    *,
-    qualifiers: Mapping[str, str] | None = None,
-    at: dt.date | dt.datetime | Any | None = None,
-    batch: bool = False,
-) -> tuple[Cost | None, list[CallWarning]]:
-    """The cost of one media call and the warnings pricing raised. Moderation is free (zero); a call without usage
-    has no cost (None, with a `usage_missing` warning) unless the model is free."""
-    if operation == "moderation":
-        return Cost(), []
-    if usage is None:
-        from onellm.catalog.pricing import _day_of
-
-        if resolved.entry.price_table_at(_day_of(at) if at is not None else None).free:
-            return Cost(), []
-        return None, [usage_missing(resolved.qualified_name)]
-    cost = resolved.price(usage, qualifiers=qualifiers or None, at=at, batch=batch)
-    return cost, list(cost.warnings)
-
-
 def _settle(usage: Usage | None, cost: Cost | None) -> None:
     """Put the cost on the usage, as a chat call's usage carries it."""
     if usage is not None and cost is not None:
@@ -558,6 +524,8 @@ class MediaStream(Generic[E, R]):
     """A streamed media call. Iterate its events as they arrive (`ImagePartial`, `AudioChunk` or `TranscriptDelta`),
     then `await stream.result()` for the whole result, priced; `result()` alone reads the stream to its end. Use it
     as an async context manager, or call `aclose()`, to release the connection when stopping early.
+
+    <!-- skip: next "a sketch: `player` stands for the application's audio output; docs/media.md runs a whole stream" -->
 
     ```python
     async with onellm.stream_speech("gpt-4o-mini-tts", "Hello there.") as speech:
@@ -1144,3 +1112,7 @@ class MediaMethods:
     ) -> ModerationResult:
         """Classify texts and images in one request: the verdicts, at no cost."""
         return await moderate(self.services, model, texts, images=images, extra=extra)
+
+
+_publish("onellm", ImageResult, MediaStream, ModerationResult, SpeechResult, TranscriptionResult)
+_publish("onellm.media", ImageOptions, SpeechOptions, TranscriptionOptions)

@@ -11,7 +11,7 @@ from onellm.runtime._default import current_runtime
 from onellm.runtime._sync import drive
 
 if TYPE_CHECKING:
-    from onellm.providers._media import AudioChunk, ImagePartial, TranscriptDelta
+    from onellm.providers import AudioChunk, ImagePartial, TranscriptDelta
     from onellm.runtime._media import (
         AudioSource,
         ImageOptions,
@@ -53,6 +53,8 @@ async def generate_image(
     **options: Unpack[ImageOptions],
 ) -> ImageResult:
     """Make `count` images from `prompt` (or edit `images`, within `mask`) with an image model.
+
+    <!-- skip: next "docs/media.md runs this call against a replayed image answer" -->
 
     ```python
     result = await onellm.generate_image("gpt-image-2", "A lighthouse at dawn, watercolour", size="1024x1024")

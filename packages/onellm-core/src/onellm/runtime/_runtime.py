@@ -7,7 +7,7 @@ import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack, cast, overload
 
 import anyio
 
@@ -16,7 +16,7 @@ from onellm.messages import Message, Timestamp
 from onellm.runtime._cache import ResultCache
 from onellm.runtime._call import ModelCall, StreamingAnswer
 from onellm.runtime._media import MediaMethods
-from onellm.runtime._prompt import Content, api_source, check_options, new_message_id, prompt_parts
+from onellm.runtime._prompt import Content, RequestOptions, api_source, check_options, new_message_id, prompt_parts
 from onellm.runtime._registry import ProviderRegistry
 from onellm.runtime._results import AskResult
 from onellm.runtime._spend import SpendAccount
@@ -43,8 +43,14 @@ class Runtime(MediaMethods):
     `moderate` and the streamed forms) are in `MediaMethods`.
 
     ```python
+    from decimal import Decimal
+
+    import onellm
+    from onellm import FileInstanceStore, Runtime
+    from onellm.testing import ScriptedProvider
+
     rt = Runtime(store=FileInstanceStore("runs"), spend_cap=Decimal("5"))
-    rt.providers.set("openai", ScriptedProvider("openai"))
+    rt.providers.set("openai", ScriptedProvider("openai").enqueue_text("2, 3 and 5."))
     with onellm.use_runtime(rt):
         print(await onellm.ask("gpt-6-luna", "Name three prime numbers."))
     ```
@@ -238,11 +244,21 @@ class Runtime(MediaMethods):
     # -------------------------------------------------------------------------------------------------- verbs
     @overload
     async def generate(
-        self, model: str, *content: Content, system: str | None = None, output: None = None, **options: Any
+        self,
+        model: str,
+        *content: Content,
+        system: str | None = None,
+        output: None = None,
+        **options: Unpack[RequestOptions],
     ) -> AskResult[Any]: ...
     @overload
     async def generate(
-        self, model: str, *content: Content, system: str | None = None, output: type[T], **options: Any
+        self,
+        model: str,
+        *content: Content,
+        system: str | None = None,
+        output: type[T],
+        **options: Unpack[RequestOptions],
     ) -> AskResult[T]: ...
     async def generate(
         self,
@@ -250,7 +266,7 @@ class Runtime(MediaMethods):
         *content: Content,
         system: str | None = None,
         output: type[T] | None = None,
-        **options: Any,
+        **options: Unpack[RequestOptions],
     ) -> AskResult[Any]:
         """One call: the answer with its usage, cost, warnings, saved instance and finish reason.
 
@@ -261,29 +277,68 @@ class Runtime(MediaMethods):
         call = self._single_call(model, content, system, output, options)
         return await call.whole()
 
+    @overload
     async def ask(
-        self, model: str, *content: Content, system: str | None = None, output: type[T] | None = None, **options: Any
-    ) -> Any:
+        self,
+        model: str,
+        *content: Content,
+        system: str | None = None,
+        output: None = None,
+        **options: Unpack[RequestOptions],
+    ) -> str: ...
+    @overload
+    async def ask(
+        self,
+        model: str,
+        *content: Content,
+        system: str | None = None,
+        output: type[T],
+        **options: Unpack[RequestOptions],
+    ) -> T: ...
+    async def ask(
+        self,
+        model: str,
+        *content: Content,
+        system: str | None = None,
+        output: type[T] | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> str | T:
         """The answer's text, or a value of the `output` type."""
-        result = await self.generate(model, *content, system=system, output=output, **options)
-        return result.value if output is not None else result.text
+        if output is None:
+            return (await self.generate(model, *content, system=system, **options)).text
+        return cast(T, (await self.generate(model, *content, system=system, output=output, **options)).value)
 
     @overload
     def stream(
-        self, model: str, *content: Content, system: str | None = None, output: None = None, **options: Any
+        self,
+        model: str,
+        *content: Content,
+        system: str | None = None,
+        output: None = None,
+        **options: Unpack[RequestOptions],
     ) -> StreamingAnswer[Any]: ...
     @overload
     def stream(
-        self, model: str, *content: Content, system: str | None = None, output: type[T], **options: Any
+        self,
+        model: str,
+        *content: Content,
+        system: str | None = None,
+        output: type[T],
+        **options: Unpack[RequestOptions],
     ) -> StreamingAnswer[T]: ...
     def stream(
-        self, model: str, *content: Content, system: str | None = None, output: type[T] | None = None, **options: Any
+        self,
+        model: str,
+        *content: Content,
+        system: str | None = None,
+        output: type[T] | None = None,
+        **options: Unpack[RequestOptions],
     ) -> StreamingAnswer[Any]:
         """A streamed call: iterate its events as they arrive, then `await answer.result()`."""
         return StreamingAnswer(lambda: self._single_call(model, content, system, output, options))
 
     async def stream_text(
-        self, model: str, *content: Content, system: str | None = None, **options: Any
+        self, model: str, *content: Content, system: str | None = None, **options: Unpack[RequestOptions]
     ) -> AsyncIterator[str]:
         """The answer's text, piece by piece."""
         answer: StreamingAnswer[Any] = self.stream(model, *content, system=system, **options)
@@ -304,7 +359,12 @@ class Runtime(MediaMethods):
         return await _embed(self._services, model, text, dimensions=dimensions)
 
     def chat(
-        self, model: str, *, system: str | None = None, instance: Instance | None = None, **options: Any
+        self,
+        model: str,
+        *,
+        system: str | None = None,
+        instance: Instance | None = None,
+        **options: Unpack[RequestOptions],
     ) -> ChatSession:
         """A conversation kept in one instance (`waiting` between turns)."""
         from onellm.runtime._chat import ChatSession
@@ -315,12 +375,14 @@ class Runtime(MediaMethods):
         self,
         path: str | os.PathLike[str],
         inputs: Mapping[str, Any] | None = None,
-        **options: Any,
+        *,
+        model: str | None = None,
     ) -> ScriptResult:
-        """Run a `.flow` or an agent definition as a script: its prompts rendered in order, one call per user prompt."""
+        """Run a `.flow` or an agent definition as a script: its prompts rendered in order, one call per user prompt.
+        `model=` overrides the definition's model."""
         from onellm.runtime._script import run_script as _run
 
-        return await _run(self._services, path, inputs or {}, **options)
+        return await _run(self._services, path, inputs or {}, model=model)
 
     def _single_call(
         self, model: str, content: Sequence[Content], system: str | None, output: Any, options: Mapping[str, Any]
@@ -425,8 +487,7 @@ class _Services:
     def new_instance(
         self, model: ResolvedModel, requested: str, system: str | None, *, started: Timestamp | None = None
     ) -> Instance:
-        from onellm.instances import Instance
-        from onellm.instances._ids import new_instance_id
+        from onellm.instances import Instance, new_instance_id
 
         return Instance(
             id=new_instance_id(),

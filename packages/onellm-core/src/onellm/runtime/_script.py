@@ -11,14 +11,14 @@ import tempfile
 from collections.abc import Mapping
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, cast, get_args
 
 import anyio
 import msgspec
 
 from onellm.errors import BadDefinitionError, RunCancelledError, StorageError
 from onellm.messages import CallWarning, Cost, FromPart, Message, Part, TextPart, part_from_data
-from onellm.providers._request import ResponseFormat
+from onellm.providers import ResponseFormat
 from onellm.runtime._call import ModelCall
 from onellm.runtime._prompt import api_source, new_message_id, runtime_source
 from onellm.runtime._results import AskResult, ScriptResult
@@ -95,7 +95,7 @@ def _expand(part: FromPart, scope: Mapping[str, Any], file: str, where: str) -> 
     for i, item in enumerate(value):
         if isinstance(item, str):
             parts.append(TextPart(item))
-        elif isinstance(item, msgspec.Struct) and type(item).__module__.startswith("onellm.messages"):
+        elif isinstance(item, get_args(Part)):
             parts.append(cast(Part, item))
         elif isinstance(item, Mapping):
             parts.append(part_from_data(item, f"{part.path}[{i}]"))
@@ -142,7 +142,7 @@ def _load(path: str | os.PathLike[str]) -> tuple[Definition, Path]:
 
 
 async def run_script(
-    services: RuntimeServices, path: str | os.PathLike[str], inputs: Mapping[str, Any], **options: Any
+    services: RuntimeServices, path: str | os.PathLike[str], inputs: Mapping[str, Any], *, model: str | None = None
 ) -> ScriptResult:
     """Run a definition as a script: one run on one instance, holding its lease throughout, one model call per user
     prompt. The `run` records open and close it; a turn that fails leaves the instance in `error`."""
@@ -150,10 +150,7 @@ async def run_script(
     from onellm.templating import render as render_template
 
     definition, folder = await anyio.to_thread.run_sync(_load, path)
-    for key in options:
-        if key != "model":
-            raise TypeError(f"run_script: unknown option {key!r} (it takes inputs= and model=)")
-    model_name = options.get("model") or definition.model
+    model_name = model or definition.model
     if not model_name:
         raise TypeError(f"{path}: the definition names no model; pass model=")
     resolved, provider = services.route(model_name)

@@ -6,6 +6,7 @@ hand in its own. Everything here is plumbing a user of the verbs never needs.
 
 How a run uses it, from the single call to the agent loop (many model and tool calls on one instance, saved per turn):
 
+<!-- skip: next "an outline: the elided steps are the model calls of the run that uses the services" -->
 ```python
 model, provider = services.route("claude-sonnet")         # resolved model and the provider that serves it
 instance = services.new_instance(model, "claude-sonnet", system)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from onellm.catalog import ResolvedModel
     from onellm.catalog.spend import CostEstimate, Reservation, SpendCap, SpendGuard
     from onellm.instances import Instance
-    from onellm.providers._request import ChatRequest
+    from onellm.providers import ChatRequest
 
 __all__ = ["SpendAccount", "money"]
 

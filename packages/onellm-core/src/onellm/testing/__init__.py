@@ -13,7 +13,10 @@
 
 from __future__ import annotations
 
+from onellm._public import publish as _publish
 from onellm.testing._faults import disk_fault
 from onellm.testing._scripted import Pause, ScriptedProvider, ScriptedToolCall, ScriptStep
 
 __all__ = ["Pause", "ScriptStep", "ScriptedProvider", "ScriptedToolCall", "disk_fault"]
+
+_publish("onellm.testing", Pause, ScriptStep, ScriptedProvider, ScriptedToolCall)

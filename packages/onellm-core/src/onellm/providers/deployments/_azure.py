@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
+from onellm._public import publish as _publish
 from onellm.errors import BadRequestError, ConfigurationError, ContentFilterError, ProviderError, Secret
 from onellm.providers._http import Grant, Headers, HttpCall
 from onellm.providers.deployments._common import (
@@ -106,6 +107,9 @@ class AzureOpenAIEndpoint(Deployment):
     """An Azure OpenAI (or Foundry) resource, for `OpenAIProvider(deployment=...)`.
 
     ```python
+    from onellm import AzureOpenAIEndpoint, OpenAIProvider, Secret
+
+    key = "my-azure-openai-key"
     azure = AzureOpenAIEndpoint("https://my-resource.openai.azure.com/", api_key=Secret(key))
     openai = OpenAIProvider(deployment=azure)
     ```
@@ -264,3 +268,6 @@ class AzureOpenAIEndpoint(Deployment):
                 out.append(_ENCODER.encode(row))
             parts[index] = head + sep + b"\n".join(out) + b"\r\n"
         return delimiter.join(parts)
+
+
+_publish("onellm", AzureOpenAIEndpoint)

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote
 
+from onellm._public import publish as _publish
 from onellm.errors import AuthError, BadRequestError, ConfigurationError, ProviderError, Secret
 from onellm.providers._http import Grant, Headers, HttpCall
 from onellm.providers.deployments._common import Deployment, chain, checked_base_url, plain_name
@@ -72,6 +73,8 @@ _STREAM_ACCEPT = "application/vnd.amazon.eventstream"
 
 class BedrockDeployment(Deployment):
     """Claude on Amazon Bedrock, for `AnthropicProvider(deployment=...)`.
+
+    <!-- skip: next "reads AWS credentials from the environment; docs/deployments.md runs a whole Bedrock call" -->
 
     ```python
     bedrock = BedrockDeployment.from_environment("us-east-1", inference_profile="us")
@@ -311,3 +314,6 @@ def _classify(error: ProviderError, detail: ErrorDetail | None) -> ProviderError
                 request_id=error.request_id,
             )
     return error
+
+
+_publish("onellm", BedrockDeployment)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 import anyio
 import msgspec
 
+from onellm._public import publish as _publish
 from onellm.errors import AuthError, BadRequestError, ConfigurationError, OnellmError, ProviderError, Secret
 from onellm.providers._http import Grant, Headers, HttpCall, _reference, _running_loop
 
@@ -330,3 +331,7 @@ class TokenCache:
     def clear(self) -> None:
         """Forget the token (the next call fetches a new one)."""
         self._token = None
+
+
+_publish("onellm", AccessToken)
+_publish("onellm.providers.deployments", Deployment, TokenCache)

@@ -28,6 +28,7 @@ from typing import Final
 
 import msgspec
 
+from onellm._public import publish as _publish
 from onellm.errors import MalformedResponseError, ProviderError
 from onellm.providers._errors import error_from_status
 from onellm.providers._sse import SseEvent
@@ -154,6 +155,8 @@ def _headers(block: bytes, provider: str | None) -> tuple[EventHeader, ...]:
 
 class EventStreamReader:
     """Feed bytes as they arrive, get the whole messages they complete; `close()` at the end of the body.
+
+    <!-- skip: next "a sketch: `body` stands for the chunks of a response" -->
 
     ```python
     reader = EventStreamReader()
@@ -394,3 +397,6 @@ class BedrockFrames:
             body=payload.decode("utf-8", "replace") if payload else None,
             code=code,
         )
+
+
+_publish("onellm.providers.deployments", EventStreamReader)

@@ -19,6 +19,7 @@ from urllib.parse import urlencode
 
 import msgspec
 
+from onellm._public import publish as _publish
 from onellm.errors import AuthError, BadDefinitionError, ConfigurationError, ProviderError, Secret
 from onellm.providers._http import (
     ErrorDetail,
@@ -81,6 +82,8 @@ def _oauth_error(body: bytes) -> ErrorDetail | None:
 
 class GoogleServiceAccount:
     """A Google Cloud service account: its email, project and private key, from the JSON key file Google issues.
+
+    <!-- skip: next "needs a service-account file; docs/deployments.md runs a whole Vertex call" -->
 
     ```python
     account = GoogleServiceAccount.from_file("service-account.json")
@@ -303,6 +306,8 @@ class GoogleBearerAuth:
     """Google OAuth bearer tokens for Vertex AI calls: from a service account's token cache, or from a delegate of
     yours (which then replaces the exchange; its tokens are cached and refreshed five minutes early too).
 
+    <!-- skip: next "needs a service-account file and a token function of the host's" -->
+
     ```python
     auth = GoogleBearerAuth(GoogleServiceAccount.from_file("service-account.json").token_cache())
     auth = GoogleBearerAuth(my_token_function)  # async, returns AccessToken(token, expires_at)
@@ -363,3 +368,6 @@ def project_of(credentials: object, given: str | None) -> str | None:
     if isinstance(credentials, GoogleServiceAccount):
         return credentials.project_id
     return None
+
+
+_publish("onellm", GoogleBearerAuth, GoogleServiceAccount)

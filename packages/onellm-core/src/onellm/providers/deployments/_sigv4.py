@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
+from onellm._public import publish as _publish
 from onellm.errors import Secret
 
 __all__ = [
@@ -45,6 +46,9 @@ class AwsCredentials:
     appears in a repr, a message or a log line.
 
     ```python
+    from onellm import AwsCredentials, Secret
+
+    secret_key, token = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "an-sts-session-token"
     credentials = AwsCredentials("AKIDEXAMPLE", Secret(secret_key), session_token=Secret(token))
     ```
     """
@@ -246,3 +250,6 @@ def sign(
         f"SignedHeaders={signed_names}, Signature={signature}"
     )
     return SignedRequest(added, creq, sts, signed_names)
+
+
+_publish("onellm", AwsCredentials)

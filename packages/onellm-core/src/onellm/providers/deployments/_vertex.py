@@ -19,6 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+from onellm._public import publish as _publish
 from onellm.errors import BadRequestError, ConfigurationError, MalformedResponseError, Secret
 from onellm.messages import CallWarning, Usage
 from onellm.providers._base import path_segment
@@ -28,7 +29,7 @@ from onellm.providers.deployments._common import Deployment, checked_base_url, p
 from onellm.providers.deployments._google import GoogleBearerAuth, bearer_auth, project_of
 
 if TYPE_CHECKING:
-    from onellm.providers.gemini._provider import GeminiProvider
+    from onellm.providers.gemini import GeminiProvider
 
 __all__ = [
     "DEFAULT_VERTEX_VERSION",
@@ -75,6 +76,8 @@ def vertex_model(model: str) -> str:
 
 class VertexAnthropicDeployment(Deployment):
     """Claude on Vertex AI, for `AnthropicProvider(deployment=...)`.
+
+    <!-- skip: next "needs a service-account file; docs/deployments.md runs a whole Vertex call" -->
 
     ```python
     account = GoogleServiceAccount.from_file("service-account.json")
@@ -159,6 +162,8 @@ class VertexAnthropicDeployment(Deployment):
 
 class VertexGeminiEndpoint(Deployment):
     """Gemini on Vertex AI, for `GeminiProvider(deployment=...)`.
+
+    <!-- skip: next "needs a service-account file; docs/deployments.md runs a whole Vertex call" -->
 
     ```python
     account = GoogleServiceAccount.from_file("service-account.json")
@@ -287,3 +292,6 @@ async def embed_each(provider: GeminiProvider, request: EmbeddingRequest) -> Emb
         model=request.model,
         warnings=warnings,
     )
+
+
+_publish("onellm", VertexAnthropicDeployment, VertexGeminiEndpoint)

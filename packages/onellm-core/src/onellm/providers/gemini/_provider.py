@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from onellm.catalog._profile import SCHEMA_FORMS
+from onellm._public import publish as _publish
+from onellm.catalog import SCHEMA_FORMS
 from onellm.errors import (
     AuthError,
     MalformedResponseError,
@@ -20,8 +21,7 @@ from onellm.errors import (
     Secret,
     UnsupportedParameterError,
 )
-from onellm.messages import CallWarning, Usage
-from onellm.messages._events import MessageAccumulator
+from onellm.messages import CallWarning, MessageAccumulator, Usage
 from onellm.providers._base import HttpProvider, path_segment
 from onellm.providers._http import ErrorDetail, HttpCall, decode_json
 from onellm.providers._protocols import EmbeddingRequest, EmbeddingResponse
@@ -338,3 +338,6 @@ class GeminiProvider(GeminiMedia, HttpProvider):
             answers.append((order, decode_generate_content(row["response"])))
         answers.sort(key=lambda pair: pair[0])
         return [answer for _, answer in answers]
+
+
+_publish("onellm", GeminiProvider)

@@ -1,10 +1,12 @@
 """The OpenAI wire protocols: Chat Completions (any compatible server) and, for OpenAI itself, Responses. The
-providers load on first use, so the schema rules beside them (`_schema`) can be read without them."""
+providers load on first use, so the schema rules beside them (`for_openai`) can be read without them."""
 
 from __future__ import annotations
 
 import importlib
 from typing import TYPE_CHECKING, Any
+
+from onellm.providers.openai._schema import for_openai, restore_optional_nulls
 
 if TYPE_CHECKING:
     from onellm.providers.openai._chat import ChatFlavor
@@ -17,7 +19,14 @@ _LAZY = {
     "collect": "onellm.providers.openai._provider",
 }
 
-__all__ = ["ChatFlavor", "OpenAICompatibleProvider", "OpenAIProvider", "collect"]
+__all__ = [
+    "ChatFlavor",
+    "OpenAICompatibleProvider",
+    "OpenAIProvider",
+    "collect",
+    "for_openai",
+    "restore_optional_nulls",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from onellm._public import publish as _publish
 from onellm.errors import MalformedResponseError, ProviderError, Secret
 from onellm.messages import CallWarning, Usage
 from onellm.providers._base import HttpProvider, path_segment
@@ -364,3 +365,6 @@ def _multipart(fields: Mapping[str, str], file_name: str, content: bytes) -> tup
     )
     parts.append(f"--{boundary}--\r\n".encode())
     return b"".join(parts), f"multipart/form-data; boundary={boundary}"
+
+
+_publish("onellm", OpenAICompatibleProvider, OpenAIProvider)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from onellm._public import publish as _publish
 from onellm.tools.builtin._options import BuiltinOptions, SearchPricing
 
 if TYPE_CHECKING:
@@ -64,3 +65,6 @@ def __getattr__(name: str) -> object:
 
         return getattr(agent, name)
     raise AttributeError(f"module 'onellm.tools.builtin' has no attribute {name!r}")
+
+
+_publish("onellm.tools.builtin", BuiltinOptions, SearchPricing)

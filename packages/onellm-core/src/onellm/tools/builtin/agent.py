@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from onellm._public import publish as _publish
 from onellm.errors import CapabilityDeniedError, StorageError
 from onellm.tools import Tool, ToolContext
 from onellm.tools.builtin._options import BuiltinOptions
@@ -157,3 +158,6 @@ def agent_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
         Tool.create(memory, description=describe(memory), required_grants=("files_write",), parallel_safe=False),
         Tool.create(ask_user, description=describe(ask_user), in_thread=False),
     ]
+
+
+_publish("onellm.tools.builtin", AskUserRequest)

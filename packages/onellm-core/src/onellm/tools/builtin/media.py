@@ -1,6 +1,8 @@
 """The media tools: `generate_image`, `speak`, `transcribe` and `moderate`, over a provider and models the host picks.
 
 ```python
+from onellm import OpenAIProvider, media_tools
+
 tools = media_tools(OpenAIProvider(), image_model="gpt-image-2", speech_model="gpt-4o-mini-tts",
                     transcription_model="gpt-4o-transcribe", moderation_model="omni-moderation-latest")
 ```
@@ -32,22 +34,26 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import anyio.to_thread
 import msgspec
 
+from onellm._public import publish as _publish
 from onellm.errors import CapabilityMissingError, ModelNotFoundError
 from onellm.messages import AssetPart, CallWarning, Cost, JsonPart, Part, TextPart
-from onellm.providers._media import (
+from onellm.providers import (
     ImageInput,
+    ImageProvider,
     ImageRequest,
     ImageResponse,
+    ModerationProvider,
     ModerationRequest,
     ModerationResponse,
+    SpeechProvider,
     SpeechRequest,
     SpeechResponse,
+    TranscriptionProvider,
     TranscriptionRequest,
     TranscriptionResponse,
     sniff_audio_type,
     sniff_image_type,
 )
-from onellm.providers._protocols import ImageProvider, ModerationProvider, SpeechProvider, TranscriptionProvider
 from onellm.tools import Tool, ToolContext
 from onellm.tools.builtin import _access
 
@@ -167,7 +173,7 @@ class _Pricing:
         qualifiers: dict[str, str] | None = None,
     ) -> tuple[Cost | None, list[CallWarning]]:
         """Price a call and add its cost lines to the tool call."""
-        from onellm.runtime._media import price_media
+        from onellm.catalog.pricing import price_media
 
         resolved = self.model(ctx, model)
         if resolved is None:
@@ -457,3 +463,6 @@ def _input_label(index: int | None, texts: int) -> str:
     if index is None:
         return "all"
     return f"texts[{index}]" if index < texts else f"images[{index - texts}]"
+
+
+_publish("onellm", MediaToolOptions)
