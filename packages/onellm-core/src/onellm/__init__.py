@@ -19,6 +19,8 @@ from onellm.errors import (
     CapabilityMissingError,
     ContentFilterError,
     ContextOverflowError,
+    DeciderInputError,
+    DeciderOutputError,
     InstanceLockedError,
     MalformedResponseError,
     ModelNotFoundError,
@@ -53,6 +55,14 @@ if TYPE_CHECKING:
     from onellm.clock import Clock as Clock
     from onellm.clock import FakeClock as FakeClock
     from onellm.clock import SystemClock as SystemClock
+    from onellm.deciders import ChoiceAnswer as ChoiceAnswer
+    from onellm.deciders import DeciderLogic as DeciderLogic
+    from onellm.deciders import DecisionResult as DecisionResult
+    from onellm.deciders import NoulAnswer as NoulAnswer
+    from onellm.deciders import ScoreAnswer as ScoreAnswer
+    from onellm.deciders import decide as decide
+    from onellm.deciders import decide_sync as decide_sync
+    from onellm.deciders import decider_logic as decider_logic
     from onellm.definitions import Decider as Decider
     from onellm.definitions import Definition as Definition
     from onellm.instances import FileInstanceStore as FileInstanceStore
@@ -132,6 +142,14 @@ _LAZY: dict[str, str] = {
     "Clock": "onellm.clock",
     "FakeClock": "onellm.clock",
     "SystemClock": "onellm.clock",
+    "ChoiceAnswer": "onellm.deciders",
+    "DeciderLogic": "onellm.deciders",
+    "DecisionResult": "onellm.deciders",
+    "NoulAnswer": "onellm.deciders",
+    "ScoreAnswer": "onellm.deciders",
+    "decide": "onellm.deciders",
+    "decide_sync": "onellm.deciders",
+    "decider_logic": "onellm.deciders",
     "Decider": "onellm.definitions",
     "Definition": "onellm.definitions",
     "FileInstanceStore": "onellm.instances",
@@ -205,6 +223,8 @@ __all__ = [
     "CapabilityMissingError",
     "ContentFilterError",
     "ContextOverflowError",
+    "DeciderInputError",
+    "DeciderOutputError",
     "InstanceLockedError",
     "MalformedResponseError",
     "ModelNotFoundError",

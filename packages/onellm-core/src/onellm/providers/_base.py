@@ -3,9 +3,9 @@
 The key (the argument, else the first of the provider's variables that is set), the base URL (the argument, else the
 SDK-compatible variable, else the vendor's default), the headers, the transport over a client pool, the per-model
 profile a request carries, `aclose`, and the boundary every public call passes: an error that leaves `send`,
-`count_tokens`, `embed` or a batch method has every form of the key removed (`_errors.scrub`), and an answer that
-nests too deeply to read is `MalformedResponseError`, whichever code raised it. A stream holds to the same rule inside
-`EventStream`.
+`count_tokens`, `embed`, `decide` or a batch method has every form of the key removed (`_errors.scrub`), and an
+answer that nests too deeply to read is `MalformedResponseError`, whichever code raised it. A stream holds to the same
+rule inside `EventStream`.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ __all__ = ["GUARDED_METHODS", "HttpProvider", "path_segment", "pick_base_url", "
 
 T = TypeVar("T")
 
-GUARDED_METHODS = ("send", "count_tokens", "embed", "submit_batch", "get_batch", "batch_results")
+GUARDED_METHODS = ("send", "count_tokens", "embed", "submit_batch", "get_batch", "batch_results", "decide")
 """The public calls whose errors `HttpProvider` cleans at the boundary (in every subclass that defines them)."""
 
 _ENCODER = msgspec.json.Encoder(decimal_format="number")
