@@ -27,7 +27,7 @@ from typing import Any
 
 __all__ = ["GoJsonError", "encode", "encode_text", "go_number"]
 
-_MAX_DEPTH = 500
+_MAX_DEPTH = 200
 _EXACT = 2**53
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False)
 
@@ -182,7 +182,10 @@ def encode_text(value: Any) -> str:
         GoJsonError: a value Go would refuse, with the path of the first one.
     """
     walk = _Walk()
-    plain = walk.value(value, "", 0)
+    try:
+        plain = walk.value(value, "", 0)
+    except RecursionError:
+        raise GoJsonError("the value nests too deeply to be written", "") from None
     text = _ENCODER.encode(plain)
     if not text.isascii():
         text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")

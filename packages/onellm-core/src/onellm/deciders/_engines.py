@@ -48,7 +48,18 @@ if TYPE_CHECKING:
     from onellm.providers._request import ChatRequest, ChatResponse
     from onellm.runtime._services import RuntimeServices
 
-__all__ = ["BUDGET_SHARE", "MAX_IN_FLIGHT", "MAX_OFF_SCHEMA_RETRIES", "EngineRun", "engine_of", "gather"]
+__all__ = [
+    "BUDGET_SHARE",
+    "MAX_IN_FLIGHT",
+    "MAX_OFF_SCHEMA_RETRIES",
+    "EngineRun",
+    "engine_of",
+    "gather",
+    "max_questions",
+    "plan_requests",
+    "run_chat",
+    "run_decisions",
+]
 
 BUDGET_SHARE = Decimal("0.9")
 """The share of the context window one decisions request may fill."""
@@ -308,7 +319,12 @@ def _question_body(question: DecisionQuestion) -> dict[str, Any]:
 
 
 def plan_requests(
-    run: EngineRun, state: Any, questions: list[DecisionQuestion], *, max_questions: int | None
+    model: ResolvedModel,
+    provider_name: str,
+    state: Any,
+    questions: list[DecisionQuestion],
+    *,
+    max_questions: int | None,
 ) -> list[tuple[list[DecisionQuestion], str]]:
     """The questions split into requests that fit 90% of the model's context window (and `max_questions` each),
     in order, each with the text its spend hold is estimated from.
@@ -319,7 +335,6 @@ def plan_requests(
     """
     from onellm.catalog.counting import TokenEstimator
 
-    model = run.model
     envelope = encode_text({"model": model.name, "questions": {}, "state": state})
     window = model.entry.context_window
     budget = int(window * BUDGET_SHARE) if isinstance(window, int) and window > 0 else None
@@ -339,7 +354,7 @@ def plan_requests(
             raise ContextOverflowError(
                 f"question {q.key!r} with the state needs about {base + tokens:,} tokens, more than 90% of the "
                 f"{window:,}-token window of {model.qualified_name}; shorten the state or the question",
-                provider=run.provider_name,
+                provider=provider_name,
             )
         full = (budget is not None and used + tokens > budget) or (
             max_questions is not None and len(current) >= max_questions
@@ -355,17 +370,22 @@ def plan_requests(
     return batches
 
 
+def max_questions(engine: str) -> int | None:
+    """The most questions one request of the engine may hold (None: no limit but the window)."""
+    from onellm.providers.openai._decisions import MAX_QUESTIONS
+
+    return MAX_QUESTIONS if engine == "openai-decisions" else None
+
+
 async def run_decisions(
     run: EngineRun,
     state: Any,
-    questions: list[DecisionQuestion],
+    batches: list[tuple[list[DecisionQuestion], str]],
     images: list[AssetPart],
 ) -> tuple[dict[str, dict[str, Any]], list[str]]:
-    """Ask every question on a decisions engine. Returns the answers by key and the refused keys."""
-    from onellm.providers.openai._decisions import MAX_QUESTIONS
-
+    """Send the planned requests (`plan_requests`) to a decisions engine. Returns the answers by key and the refused
+    keys."""
     wire: DecisionWire = "openai" if run.engine == "openai-decisions" else "jev"
-    batches = plan_requests(run, state, questions, max_questions=MAX_QUESTIONS if wire == "openai" else None)
     cache = run.decider.cache
     answers: dict[str, dict[str, Any]] = {}
     refused: list[str] = []

@@ -30,7 +30,7 @@ import anyio
 from onellm._go.jsonenc import GoJsonError
 from onellm.deciders._answers import plain_answers
 from onellm.deciders._check import Mismatch, check_value
-from onellm.deciders._engines import EngineRun, engine_of, run_chat, run_decisions
+from onellm.deciders._engines import EngineRun, engine_of, max_questions, plan_requests, run_chat, run_decisions
 from onellm.deciders._logic import DeciderLogic, find_logic
 from onellm.deciders._render import render_decider, take_images
 from onellm.deciders._results import DecisionResult
@@ -277,13 +277,24 @@ async def run_decision(
             "engine that takes images (openai-decisions) or a chat model that reads them"
         )
     image_parts = [part for _, part in images]
-    if engine != "chat":
+    batches: list[Any] = []
+    if engine != "chat" and rendered.questions:
         from onellm._go.jsonenc import encode_text
 
         try:
             encode_text(state)
         except GoJsonError as error:
             raise _decider_error(decider, error, "state") from None
+        try:
+            batches = plan_requests(
+                resolved,
+                str(getattr(provider, "name", resolved.provider)),
+                state,
+                rendered.questions,
+                max_questions=max_questions(engine),
+            )
+        except GoJsonError as error:
+            raise _decider_error(decider, error, "questions") from None
     # -- the run -----------------------------------------------------------------------------------------------
     instance = services.new_instance(resolved, model or decider.model, None)
     instance.name = decider.name
@@ -309,10 +320,7 @@ async def run_decision(
             elif engine == "chat":
                 got, refused = await run_chat(run, state, rendered.questions, image_parts), []
             else:
-                try:
-                    got, refused = await run_decisions(run, state, rendered.questions, image_parts)
-                except GoJsonError as error:
-                    raise _decider_error(decider, error, "questions") from None
+                got, refused = await run_decisions(run, state, batches, image_parts)
             if refused:
                 raise RefusedError(
                     f"the engine declined to answer {len(refused)} question(s): {', '.join(refused)}",
