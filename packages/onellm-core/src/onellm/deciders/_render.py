@@ -32,6 +32,7 @@ __all__ = ["Rendered", "render_decider", "take_images", "whole_value_action"]
 
 _CAPTURE = "onellmCaptureValue"
 _captured: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar("onellm_decider_capture", default=None)
+_EXECUTING = re.compile(r'^executing "(?:[^"\\]|\\.)*" at ')
 _KEYWORDS = re.compile(r"\s*(?:if|else|end|range|with|define|template|block|break|continue)\b|\s*/\*")
 
 
@@ -89,7 +90,7 @@ class _Renderer:
                 line, column = self._in_file(doc, steps, error)
             except (KeyError, IndexError, TypeError, ValueError, LookupError):
                 line, column = error.line, error.column
-        detail = error.detail.replace(f'executing "{where}" at', "at")
+        detail = _EXECUTING.sub("at ", error.detail, count=1)
         return TemplateError(f"{detail} (at {where})", kind=error.kind, name=self.file, line=line, column=column)
 
     def _in_file(self, doc: Any, steps: list[Any], error: TemplateError) -> tuple[int | None, int | None]:
