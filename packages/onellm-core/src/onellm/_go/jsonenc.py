@@ -20,6 +20,7 @@ import datetime as _dt
 import enum
 import json
 import math
+import re
 import secrets
 from collections.abc import Mapping
 from decimal import Decimal
@@ -29,6 +30,7 @@ __all__ = ["GoJsonError", "encode", "encode_text", "go_number"]
 
 _MAX_DEPTH = 200
 _EXACT = 2**53
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False)
 
 
@@ -135,6 +137,50 @@ class _Walk:
             return [self.value(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value)]
         return self.other(value, path, depth)
 
+    def fast(self, value: Any, depth: int) -> Any:
+        """`value` without keeping paths (the common case); a failure is located again by `value`."""
+        t = type(value)
+        if t is dict:
+            if depth > _MAX_DEPTH:
+                raise GoJsonError("too deep", "")
+            out: dict[str, Any] = {}
+            for k, v in value.items():
+                if type(k) is not str:
+                    k = _key(k, "")
+                tv = type(v)
+                if (
+                    tv is str
+                    or v is None
+                    or tv is bool
+                    or (tv is int and -_EXACT <= v <= _EXACT)
+                    or (tv is float and 1e-4 <= abs(v) < 1e16 and not v.is_integer())
+                ):
+                    out[k] = v
+                else:
+                    out[k] = self.fast(v, depth + 1)
+            return out
+        if t is list or t is tuple:
+            if depth > _MAX_DEPTH:
+                raise GoJsonError("too deep", "")
+            items: list[Any] = []
+            append = items.append
+            for v in value:
+                tv = type(v)
+                if (
+                    tv is str
+                    or v is None
+                    or tv is bool
+                    or (tv is int and -_EXACT <= v <= _EXACT)
+                    or (tv is float and 1e-4 <= abs(v) < 1e16 and not v.is_integer())
+                ):
+                    append(v)
+                else:
+                    append(self.fast(v, depth + 1))
+            return items
+        if t is float:
+            return self.number(value, "")
+        return self.value(value, "", depth)
+
     def other(self, value: Any, path: str, depth: int) -> Any:
         if isinstance(value, bool):
             return bool(value)
@@ -175,22 +221,19 @@ class _Walk:
         return self.value(plain, path, depth + 1)
 
 
-def encode_text(value: Any) -> str:
-    """The JSON text Go's `json.Marshal` gives for `value` (see the module docstring).
-
-    Raises:
-        GoJsonError: a value Go would refuse, with the path of the first one.
-    """
+def _text(value: Any) -> str:
     walk = _Walk()
     try:
-        plain = walk.value(value, "", 0)
-    except RecursionError:
-        raise GoJsonError("the value nests too deeply to be written", "") from None
+        plain = walk.fast(value, 0)
+    except (GoJsonError, RecursionError):
+        try:
+            walk.value(value, "", 0)  # again, keeping paths, to say where
+        except RecursionError:
+            raise GoJsonError("the value nests too deeply to be written", "") from None
+        raise  # pragma: no cover - the second walk always fails where the first did
     text = _ENCODER.encode(plain)
     if not text.isascii():
         text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
-        if any("\ud800" <= c <= "\udfff" for c in text):  # a lone surrogate: Go writes invalid text as U+FFFD
-            text = "".join("\\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text)
     if "<" in text:
         text = text.replace("<", "\\u003c")
     if ">" in text:
@@ -198,12 +241,33 @@ def encode_text(value: Any) -> str:
     if "&" in text:
         text = text.replace("&", "\\u0026")
     if walk.specials:
-        marker = json.dumps(walk.marker)[1:-1]  # the marker as the encoder escaped it
-        for i, special in enumerate(walk.specials):
-            text = text.replace(f'"{marker}{i}\\u0000"', special, 1)
+        marker = re.escape(json.dumps(walk.marker)[1:-1])  # the marker as the encoder escaped it
+        specials = walk.specials
+        text = re.sub(f'"{marker}(\\d+)\\\\u0000"', lambda m: specials[int(m[1])], text)
+    return text
+
+
+def _without_surrogates(text: str) -> str:
+    """A lone surrogate (a Python string can hold one; UTF-8 cannot) as Go writes invalid text: `\\ufffd`."""
+    return _SURROGATE.sub(lambda _: "\\ufffd", text)
+
+
+def encode_text(value: Any) -> str:
+    """The JSON text Go's `json.Marshal` gives for `value` (see the module docstring).
+
+    Raises:
+        GoJsonError: a value Go would refuse, with the path of the first one.
+    """
+    text = _text(value)
+    if not text.isascii() and _SURROGATE.search(text):
+        return _without_surrogates(text)
     return text
 
 
 def encode(value: Any) -> bytes:
     """`encode_text(value)` as UTF-8 bytes."""
-    return encode_text(value).encode("utf-8")
+    text = _text(value)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _without_surrogates(text).encode("utf-8")

@@ -335,13 +335,17 @@ def plan_requests(
     """
     from onellm.catalog.counting import TokenEstimator
 
-    envelope = encode_text({"model": model.name, "questions": {}, "state": state})
     window = model.entry.context_window
     budget = int(window * BUDGET_SHARE) if isinstance(window, int) and window > 0 else None
-    if budget is None and (max_questions is None or len(questions) <= max_questions):
-        text = envelope + "".join(encode_text(_question_body(q)) for q in questions)
-        return [(list(questions), text)]
     estimator = TokenEstimator(model)
+    if max_questions is None or len(questions) <= max_questions:
+        bodies: dict[str, Any] = {}
+        for q in questions:
+            bodies.update(_question_body(q))
+        whole = encode_text({"model": model.name, "questions": bodies, "state": state})
+        if budget is None or estimator.text(whole) <= budget:
+            return [(list(questions), whole)]
+    envelope = encode_text({"model": model.name, "questions": {}, "state": state})
     base = estimator.text(envelope)
     batches: list[tuple[list[DecisionQuestion], str]] = []
     current: list[DecisionQuestion] = []
