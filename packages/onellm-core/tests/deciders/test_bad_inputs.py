@@ -90,3 +90,50 @@ async def test_a_value_that_is_not_json_is_a_decider_input_error_naming_the_path
         await runtime.decide(folder, {"ticket": {"score": float("nan")}})
     assert caught.value.path == "state.ticket.score"
     assert engine.requests == []
+
+
+async def test_a_chat_engine_refuses_a_state_that_is_not_json_before_sending(h: Any, tmp_path: Path) -> None:
+    from onellm.errors import DeciderInputError
+
+    chat = h.ChatByFunction("openai", lambda request: "{}")
+    runtime = h.runtime_with(chat)
+    folder = h.write_decider(
+        tmp_path / "d", 'model: gpt-6-luna\nstate: "{{ .inputs.x }}"\nquestions:\n  q: {type: noul, instructions: Q?}\n'
+    )
+    with pytest.raises(DeciderInputError) as caught:
+        await runtime.decide(folder, {"x": [1, float("inf")]})
+    assert caught.value.path == "state[1]"
+    assert chat.requests == []
+
+
+async def test_an_image_without_its_bytes_is_refused_before_sending(h: Any, tmp_path: Path) -> None:
+    from onellm.errors import DeciderInputError
+    from onellm.messages import AssetPart
+
+    engine = ScriptedDecisionProvider("openai")
+    runtime = h.runtime_with(engine)
+    folder = h.write_decider(
+        tmp_path / "d",
+        'model: openai-decisions\nstate:\n  photo: "{{ .inputs.photo }}"\nquestions:\n  q: {type: noul, instructions: Q?}\n',
+    )
+    stored_only = AssetPart(content_type="image/png", key="photos/1.png", storage="files")
+    with pytest.raises(DeciderInputError, match=r"state\.photo: the image has no content"):
+        await runtime.decide(folder, {"photo": stored_only})
+    assert engine.requests == []
+
+
+async def test_logic_that_returns_something_that_is_not_json_is_an_output_error(h: Any, tmp_path: Path) -> None:
+    from onellm.errors import DeciderOutputError
+
+    engine = ScriptedDecisionProvider("typesafe")
+    runtime = h.runtime_with(engine)
+    folder = h.write_decider(
+        tmp_path / "d",
+        "model: jev-latest\nquestions:\n  q: {type: noul, instructions: Q?}\n",
+        decider__py="def decide(answers, inputs):\n    return object()\n",
+    )
+    with pytest.raises(DeciderOutputError, match="decide returned a value that is not JSON data") as caught:
+        await runtime.decide(folder, {})
+    assert caught.value.path == "outputs"
+    [summary] = await runtime.list_decisions()
+    assert summary.state == "error"

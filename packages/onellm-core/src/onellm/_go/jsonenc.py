@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
+from onellm._describe import join_path
+
 __all__ = ["GoJsonError", "encode", "encode_text", "go_number"]
 
 _MAX_DEPTH = 200
@@ -131,10 +133,10 @@ class _Walk:
             out: dict[str, Any] = {}
             for k, v in value.items():
                 key = _key(k, path)
-                out[key] = self.value(v, f"{path}.{key}" if path else key, depth + 1)
+                out[key] = self.value(v, join_path(path, key), depth + 1)
             return out
         if t is list or t is tuple:
-            return [self.value(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value)]
+            return [self.value(v, join_path(path, i), depth + 1) for i, v in enumerate(value)]
         return self.other(value, path, depth)
 
     def fast(self, value: Any, depth: int) -> Any:
@@ -211,7 +213,7 @@ class _Walk:
         if isinstance(value, _dt.date):
             return value.isoformat()
         if isinstance(value, list | tuple | set | frozenset):
-            return [self.value(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value)]
+            return [self.value(v, join_path(path, i), depth + 1) for i, v in enumerate(value)]
         try:
             import msgspec
 

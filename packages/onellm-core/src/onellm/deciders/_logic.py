@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, get_args, get_origin, runtime_checkable
 
 from onellm.deciders._answers import ChoiceAnswer, NoulAnswer, ScoreAnswer, answer_from_data
-from onellm.errors import BadDefinitionError, CapabilityMissingError
+from onellm.errors import BadDefinitionError, CapabilityMissingError, DeciderInputError, DeciderOutputError
 
 if TYPE_CHECKING:
     from onellm.definitions import Decider
@@ -208,13 +208,13 @@ async def _call(function: Callable[..., Any], *args: Any) -> Any:
     return result
 
 
-def _plain(value: Any, what: str) -> Any:
+def _plain(value: Any, what: str, error_type: type[DeciderInputError | DeciderOutputError], path: str) -> Any:
     from onellm.schema import to_json_value
 
     try:
         return to_json_value(value)
     except TypeError as error:
-        raise TypeError(f"{what} returned a value that is not JSON data: {error}") from None
+        raise error_type(f"{what} returned a value that is not JSON data: {error}", path=path) from None
 
 
 class PythonDeciderLogic:
@@ -279,13 +279,13 @@ class PythonDeciderLogic:
     async def prepare(self, inputs: Any) -> Any:
         if self._prepare is None:
             return inputs
-        return _plain(await _call(self._prepare, inputs), f"{self.name}: prepare")
+        return _plain(await _call(self._prepare, inputs), f"{self.name}: prepare", DeciderInputError, "inputs")
 
     async def decide(self, answers: Any, inputs: Any) -> Any:
         if self._decide is None:
             return answers
         given = self._reader(answers) if self._reader is not None else answers
-        return _plain(await _call(self._decide, given, inputs), f"{self.name}: decide")
+        return _plain(await _call(self._decide, given, inputs), f"{self.name}: decide", DeciderOutputError, "outputs")
 
 
 # ------------------------------------------------------------------------------------------ attaching and finding

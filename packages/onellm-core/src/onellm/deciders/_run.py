@@ -92,7 +92,7 @@ def _plain_inputs(value: Any) -> Any:
 
 
 def _decider_error(decider: Decider, error: GoJsonError, base: str) -> DeciderInputError:
-    where = f"{base}.{error.path}" if error.path else base
+    where = base + ("" if not error.path else error.path if error.path.startswith("[") else "." + error.path)
     return DeciderInputError(
         f"{decider.name or 'decider'}: {where}: {error.problem}; a decider sends JSON data only",
         path=where,
@@ -277,14 +277,21 @@ async def run_decision(
             "engine that takes images (openai-decisions) or a chat model that reads them"
         )
     image_parts = [part for _, part in images]
+    for where, part in images:
+        if engine == "openai-decisions" and not isinstance(part.data, bytes | bytearray | memoryview):
+            raise DeciderInputError(
+                f"{name}: {where}: the image has no content to send (give its bytes, as Asset.file does)",
+                path=where,
+                decider=decider.name,
+            )
     batches: list[Any] = []
-    if engine != "chat" and rendered.questions:
-        from onellm._go.jsonenc import encode_text
+    from onellm._go.jsonenc import encode_text
 
-        try:
-            encode_text(state)
-        except GoJsonError as error:
-            raise _decider_error(decider, error, "state") from None
+    try:
+        encode_text(state)
+    except GoJsonError as error:
+        raise _decider_error(decider, error, "state") from None
+    if engine != "chat" and rendered.questions:
         try:
             batches = plan_requests(
                 resolved,
