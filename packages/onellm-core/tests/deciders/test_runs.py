@@ -242,3 +242,35 @@ async def test_decide_takes_a_file_a_folder_or_a_loaded_decider(h: Any, tmp_path
         await runtime.decide(42, {})
     with pytest.raises(TypeError, match="inputs: expected a mapping"):
         await runtime.decide(folder, ["x"])  # type: ignore[arg-type]
+
+
+async def test_an_unreadable_instance_is_left_out_of_lists_with_a_warning(
+    h: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from onellm.errors import BadDefinitionError
+    from onellm.instances import MemoryInstanceStore
+
+    class Damaged(MemoryInstanceStore):
+        async def load(self, instance_id: str) -> Instance | None:
+            if instance_id == "broken":
+                raise BadDefinitionError("expected a mapping", file="broken.yaml", line=3, column=1)
+            return await super().load(instance_id)
+
+    runtime = h.runtime_with(ScriptedDecisionProvider("typesafe"))
+    runtime.store = Damaged()
+    result = await runtime.decide(h.write_decider(tmp_path / "t", TRIAGE), {"title": "x"})
+    await runtime.store.save(Instance(id="broken", name="t", state="stopped"))
+    with caplog.at_level("WARNING", logger="onellm.deciders"):
+        summaries = await runtime.list_decisions()
+        stats = await runtime.decision_stats()
+    assert [s.instance_id for s in summaries] == [result.instance.id]
+    assert stats.runs == 1
+    assert "instance broken cannot be read and is left out: broken.yaml:3:1: expected a mapping" in caplog.text
+
+
+async def test_llm_options_on_a_decisions_engine_are_said_to_be_unused(h: Any, tmp_path: Path) -> None:
+    runtime = h.runtime_with(ScriptedDecisionProvider("typesafe"))
+    result = await runtime.decide(h.write_decider(tmp_path / "t", TRIAGE + "llm: {samples: 3}\n"), {"title": "x"})
+    assert [w.message for w in result.warnings if w.kind == "decider"] == [
+        "llm options apply to chat engines only; typesafe:jev-latest is a decisions engine, so they are not used"
+    ]

@@ -43,7 +43,7 @@ from onellm.errors import (
     RunCancelledError,
     StorageError,
 )
-from onellm.messages import Cost, Usage
+from onellm.messages import CallWarning, Cost, Usage
 
 if TYPE_CHECKING:
     from onellm.definitions import Decider
@@ -316,6 +316,14 @@ async def run_decision(
     extension["calls"] = []
     instance.extra["decider"] = extension
     run = EngineRun(services, decider, resolved, provider, instance, engine)
+    if engine != "chat" and decider.llm is not None:
+        run.warnings.append(
+            CallWarning(
+                kind="decider",
+                message=f"llm options apply to chat engines only; {resolved.qualified_name} is a decisions engine, "
+                "so they are not used",
+            )
+        )
     state_keeper = _RunState(services, instance, extension)
     lease = await services.lease(instance)
     try:

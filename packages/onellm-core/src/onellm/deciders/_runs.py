@@ -3,11 +3,13 @@
 (`replay_decision`).
 
 A decider run is any instance with the `decider` key (`spec/definitions.md`, "Runs and answers"), whichever store
-holds it. Listing reads every candidate instance of the store, so it costs what loading them costs.
+holds it. Listing reads every candidate instance of the store, so it costs what loading them costs; a file that cannot
+be read is left out of lists and statistics with a warning on the `onellm.deciders` logger.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from decimal import Decimal
@@ -16,12 +18,15 @@ from typing import TYPE_CHECKING, Any
 
 from onellm.deciders._answers import plain_answers
 from onellm.deciders._results import DecisionCall, DecisionResult, DecisionStats, DecisionSummary, QuestionStats
+from onellm.errors import BadDefinitionError, StorageError
 
 if TYPE_CHECKING:
     from onellm.instances import Instance
     from onellm.runtime._services import RuntimeServices
 
 __all__ = ["DEFAULT_EXCLUDED_ORIGINS", "decision_stats", "get_decision", "list_decisions", "replay_decision"]
+
+_LOG = logging.getLogger("onellm.deciders")
 
 DEFAULT_EXCLUDED_ORIGINS = ("replay", "eval")
 """Origins statistics leave out unless told otherwise."""
@@ -102,7 +107,11 @@ async def _runs(
     for summary in summaries:
         if decider is not None and summary.name != decider:
             continue
-        instance = await store.load(summary.id)
+        try:
+            instance = await store.load(summary.id)
+        except (BadDefinitionError, StorageError) as error:  # one unreadable file does not hide every other run
+            _LOG.warning("instance %s cannot be read and is left out: %s", summary.id, error)
+            continue
         if instance is None:
             continue
         extension = _extension(instance)
