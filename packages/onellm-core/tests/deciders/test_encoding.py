@@ -1,5 +1,8 @@
 """The request encoding is Go's `encoding/json`, byte for byte: every case in `testdata/deciders/encoding/` holds
-the text real Go (1.27.3) wrote for its input (SOURCE.md there says how it was made)."""
+the text real Go (1.27.3) wrote for its input (SOURCE.md there says how it was made).
+
+The encoder is private (`onellm._go.jsonenc`); it is tested on its own because its hundreds of cases would otherwise
+each need a decider run, and the wire tests check the same bytes through the public API."""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
 """Templates in a decider: missing names are errors naming the file position and key path, no `embed`, code regions
-not escaped, whole-value templates keep structure, and `forEach` expands a question per element."""
+not escaped, whole-value templates keep structure, and `forEach` expands a question per element.
+
+Most cases call the private renderer (`render_decider`) directly: what it renders is what every engine sends, and
+checking it there needs no engine; the last case goes through `Runtime.decide`."""
 
 from __future__ import annotations
 
