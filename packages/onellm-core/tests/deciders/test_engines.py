@@ -348,3 +348,24 @@ async def test_an_empty_for_each_asks_nothing_and_sends_nothing(h: Any, tmp_path
     assert result.cost.total == 0
     assert result.usage is None
     assert result.instance.state == "stopped"
+
+
+async def test_one_failing_request_of_many_fails_the_run_with_its_own_error(h: Any, tmp_path: Path) -> None:
+    from onellm.errors import OverloadedError
+
+    def answer(question: Any) -> Any:
+        if question.key == "q013":
+            raise OverloadedError("busy", provider="typesafe", status=503)
+        return 0.5
+
+    engine = ScriptedDecisionProvider("typesafe", answer=answer)
+    runtime = h.runtime_with(engine)
+    runtime.catalog = _small_window(55)  # one question a request
+    with pytest.raises(OverloadedError, match="busy"):
+        await runtime.decide(h.write_decider(tmp_path / "d", _many(20)), {"title": "t"})
+    [summary] = await runtime.list_decisions()
+    stored = await runtime.get_decision(summary.instance_id)
+    assert stored is not None
+    assert stored.instance.state == "error"
+    assert 0 < len(stored.calls) < 20  # what was answered before the failure is kept, with its cost
+    assert summary.cost == sum(c.cost for c in stored.calls if c.cost is not None)
