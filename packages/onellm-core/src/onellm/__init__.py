@@ -24,6 +24,8 @@ from onellm.errors import (
     ConfigurationError,
     ContentFilterError,
     ContextOverflowError,
+    DeciderInputError,
+    DeciderOutputError,
     InstanceLockedError,
     InvalidInstanceIdError,
     MalformedResponseError,
@@ -52,6 +54,14 @@ if TYPE_CHECKING:
     from onellm.clock import Clock as Clock
     from onellm.clock import FakeClock as FakeClock
     from onellm.clock import SystemClock as SystemClock
+    from onellm.deciders import ChoiceAnswer as ChoiceAnswer
+    from onellm.deciders import DeciderLogic as DeciderLogic
+    from onellm.deciders import DecisionResult as DecisionResult
+    from onellm.deciders import NoulAnswer as NoulAnswer
+    from onellm.deciders import ScoreAnswer as ScoreAnswer
+    from onellm.deciders import decide as decide
+    from onellm.deciders import decide_sync as decide_sync
+    from onellm.deciders import decider_logic as decider_logic
     from onellm.definitions import Decider as Decider
     from onellm.definitions import Definition as Definition
     from onellm.instances import FileInstanceStore as FileInstanceStore
@@ -177,11 +187,14 @@ _LAZY: dict[str, str] = {
     "Capabilities": "onellm.capabilities",
     "Catalog": "onellm.catalog",
     "ChatSession": "onellm.runtime",
+    "ChoiceAnswer": "onellm.deciders",
     "Clock": "onellm.clock",
     "Content": "onellm.runtime",
     "Cost": "onellm.messages",
     "CostLine": "onellm.messages",
     "Decider": "onellm.definitions",
+    "DeciderLogic": "onellm.deciders",
+    "DecisionResult": "onellm.deciders",
     "Definition": "onellm.definitions",
     "Done": "onellm.messages",
     "EgressClient": "onellm.capabilities",
@@ -209,6 +222,7 @@ _LAZY: dict[str, str] = {
     "MessageSource": "onellm.messages",
     "MessageStart": "onellm.messages",
     "ModerationResult": "onellm.runtime",
+    "NoulAnswer": "onellm.deciders",
     "OpenAICompatibleProvider": "onellm.providers.openai",
     "OpenAIProvider": "onellm.providers.openai",
     "PartAdded": "onellm.messages",
@@ -227,6 +241,7 @@ _LAZY: dict[str, str] = {
     "ResultCache": "onellm.runtime",
     "RetryPolicy": "onellm.providers",
     "Runtime": "onellm.runtime",
+    "ScoreAnswer": "onellm.deciders",
     "ScriptResult": "onellm.runtime",
     "SpeechResult": "onellm.runtime",
     "SpendCap": "onellm.catalog",
@@ -254,6 +269,9 @@ _LAZY: dict[str, str] = {
     "builtin_tools": "onellm.tools.builtin",
     "chat": "onellm.runtime",
     "current_runtime": "onellm.runtime",
+    "decide": "onellm.deciders",
+    "decide_sync": "onellm.deciders",
+    "decider_logic": "onellm.deciders",
     "embed": "onellm.runtime",
     "embed_sync": "onellm.runtime",
     "generate": "onellm.runtime",
@@ -317,6 +335,7 @@ __all__ = [
     "CapabilityMissingError",
     "Catalog",
     "ChatSession",
+    "ChoiceAnswer",
     "Clock",
     "ConfigurationError",
     "Content",
@@ -325,6 +344,10 @@ __all__ = [
     "Cost",
     "CostLine",
     "Decider",
+    "DeciderInputError",
+    "DeciderLogic",
+    "DeciderOutputError",
+    "DecisionResult",
     "Definition",
     "Done",
     "EgressClient",
@@ -356,6 +379,7 @@ __all__ = [
     "MessageStart",
     "ModelNotFoundError",
     "ModerationResult",
+    "NoulAnswer",
     "OnellmError",
     "OpenAICompatibleProvider",
     "OpenAIProvider",
@@ -380,6 +404,7 @@ __all__ = [
     "RetryPolicy",
     "RunCancelledError",
     "Runtime",
+    "ScoreAnswer",
     "ScriptResult",
     "Secret",
     "SpeechResult",
@@ -414,6 +439,9 @@ __all__ = [
     "builtin_tools",
     "chat",
     "current_runtime",
+    "decide",
+    "decide_sync",
+    "decider_logic",
     "embed",
     "embed_sync",
     "generate",

@@ -53,6 +53,8 @@ __all__ = [
     "ConfigurationError",
     "ContentFilterError",
     "ContextOverflowError",
+    "DeciderInputError",
+    "DeciderOutputError",
     "InstanceLockedError",
     "InvalidInstanceIdError",
     "MalformedResponseError",
@@ -209,7 +211,12 @@ class MalformedResponseError(ProviderError):
 
 
 class RefusedError(ProviderError):
-    """The model declined to answer."""
+    """The model declined to answer. For a decider, `questions` names the questions it declined."""
+
+    def __init__(self, message: str, *, questions: tuple[str, ...] = (), **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.questions = questions
+        """The questions refused (a decider's question ids, `line-ok[2]` for one element of a `forEach`)."""
 
 
 class BudgetKind(enum.Enum):
@@ -282,6 +289,30 @@ class BadDefinitionError(OnellmError):
                 where += f":{self.column}"
         at = f" (at {self.path})" if self.path else ""
         return f"{where}: {self.detail}{at}"
+
+
+class DeciderInputError(OnellmError):
+    """A decider's inputs do not fit the `inputs` of its `decider.schema.json`, or cannot be sent (a value that is not
+    JSON). Raised before anything is sent. `path` names the value (`inputs.ticket.title`)."""
+
+    def __init__(self, message: str, *, path: str | None = None, decider: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        """Where the value is, starting at `inputs`."""
+        self.decider = decider
+        """The decider's name."""
+
+
+class DeciderOutputError(OnellmError):
+    """What a decider's logic returned (its answers, when it has none) does not fit the `outputs` of its
+    `decider.schema.json`, or the `output=` type asked for. `path` names the value (`outputs.route`)."""
+
+    def __init__(self, message: str, *, path: str | None = None, decider: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        """Where the value is, starting at `outputs`."""
+        self.decider = decider
+        """The decider's name."""
 
 
 class ModelNotFoundError(OnellmError):
@@ -422,6 +453,8 @@ _publish(
     ConfigurationError,
     ContentFilterError,
     ContextOverflowError,
+    DeciderInputError,
+    DeciderOutputError,
     InstanceLockedError,
     InvalidInstanceIdError,
     MalformedResponseError,

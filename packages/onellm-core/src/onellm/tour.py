@@ -4,14 +4,16 @@
     uv run python -m onellm.tour --live     # the same calls against the real services (keys from the environment)
 
 Without `--live`, `onellm.testing.ScriptedProvider` is registered under the real provider names (`anthropic`,
-`openai`), so model names resolve through the shipped catalog and each call is priced as a real one would be; each
-step queues the answer the scripted model gives. Instances are saved as YAML files in a fresh temporary directory
+`openai`), and `ScriptedDecisionProvider` under `typesafe` for the decider, so model names resolve through the
+shipped catalog and each call is priced as a real one would be; each step queues the answer the scripted model gives
+(the decider gets the scripted engine's placeholder answers). Instances are saved as YAML files in a fresh temporary directory
 (or in `--instances DIR`), and the tour prints where.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -22,7 +24,7 @@ import anyio
 
 import onellm
 from onellm.instances import FileInstanceStore
-from onellm.testing import ScriptedProvider, ScriptStep
+from onellm.testing import ScriptedDecisionProvider, ScriptedProvider, ScriptStep
 
 __all__ = ["COMMIT_MESSAGE_FLOW", "Invoice", "Tour", "main"]
 
@@ -34,6 +36,23 @@ initialPrompts:
       - text: "Summarize this change in one sentence: {{ .inputs.diff }}"
   - user:
       - text: "Now write the commit message from your summary: {{ (index .turns 0).text }}"
+"""
+
+
+_TRIAGE_DECIDER = """\
+model: jev-latest
+state:
+  title: "{{ .inputs.title }}"
+questions:
+  topic:
+    type: choice
+    instructions: Which team should handle the ticket?
+    criteria:
+      billing: Charges and refunds
+      orders: Delivery and returns
+  angry:
+    type: noul
+    instructions: Is the customer angry?
 """
 
 
@@ -54,6 +73,7 @@ class Tour:
         if not live:
             self.runtime.providers.set("anthropic", self.anthropic)
             self.runtime.providers.set("openai", self.openai)
+            self.runtime.providers.set("typesafe", ScriptedDecisionProvider("typesafe"))
         self.saved: list[tuple[str, str | None]] = []
 
     def script(self, provider: ScriptedProvider, *steps: ScriptStep) -> None:
@@ -70,6 +90,7 @@ class Tour:
             await self.structured_output()
             await self.streaming()
             await self.a_script()
+            await self.a_decider()
         print()
         print(f"Instances saved in {self.store.directory}:")
         for what, instance_id in self.saved:
@@ -144,6 +165,16 @@ class Tour:
         print(script.text)
         print(f"calls: {len(script.turns)}, cost: {script.cost.total}")
         self.saved_as("script", script.instance)
+
+    async def a_decider(self) -> None:
+        print()
+        print("## A decider")
+        folder = self.directory / "deciders" / "triage-ticket"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "decider.yaml").write_text(_TRIAGE_DECIDER, encoding="utf-8")
+        verdict = await onellm.decide(folder, {"title": "Refund please"})
+        print(json.dumps(verdict.answers, separators=(",", ":")))
+        self.saved_as("decider", verdict.instance)
 
     async def latest(self) -> str:
         """The id of the instance saved last (`ask` returns only the text)."""

@@ -21,7 +21,7 @@ from onellm.definitions._agent import (
     Thinking,
 )
 from onellm.definitions._common import DefinitionWarning
-from onellm.definitions._decider import CacheOptions, Decider, LlmOptions, Question, decider_name
+from onellm.definitions._decider import CacheOptions, Decider, LlmOptions, Question, decider_name, read_schema
 
 __all__ = [
     "HOOK_POINTS",
@@ -38,6 +38,7 @@ __all__ = [
     "ReferenceCheck",
     "Thinking",
     "decider_name",
+    "read_schema",
 ]
 
 _publish("onellm", Decider, Definition)

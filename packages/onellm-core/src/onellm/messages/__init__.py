@@ -6,6 +6,7 @@ The file shape and the rules are those of `spec/messages.md`. Every object reads
 """
 
 from onellm._public import publish as _publish
+from onellm.messages._base import plain_data
 from onellm.messages._events import (
     AnnotationEvent,
     Done,
@@ -87,6 +88,7 @@ __all__ = [
     "at_price_scale",
     "format_money",
     "part_from_data",
+    "plain_data",
 ]
 
 _publish(

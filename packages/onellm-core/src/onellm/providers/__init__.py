@@ -6,6 +6,14 @@ import importlib as _importlib
 from typing import TYPE_CHECKING, Any
 
 from onellm._public import publish as _publish
+from onellm.providers._decisions import (
+    DecisionProvider,
+    DecisionQuestion,
+    DecisionRequest,
+    DecisionResponse,
+    DecisionWire,
+    score_levels,
+)
 from onellm.providers._media import (
     AudioChunk,
     GeneratedImage,
@@ -91,6 +99,11 @@ __all__ = [
     "ChatRequest",
     "ChatResponse",
     "ClientPool",
+    "DecisionProvider",
+    "DecisionQuestion",
+    "DecisionRequest",
+    "DecisionResponse",
+    "DecisionWire",
     "EmbeddingProvider",
     "EmbeddingRequest",
     "EmbeddingResponse",
@@ -142,6 +155,7 @@ __all__ = [
     "pcm_to_wav",
     "read_key",
     "response_from",
+    "score_levels",
     "sniff_audio_type",
     "sniff_image_type",
     "stripped",

@@ -3,7 +3,7 @@
 The key (the argument, else the first of the provider's variables that is set), the base URL (the argument, else the
 SDK-compatible variable, else the vendor's default), the headers, the transport over a client pool, the per-model
 profile a request carries, `aclose`, and the boundary every public call passes: an error that leaves `send`,
-`count_tokens`, `embed`, a batch or a media method has every form of the key removed (`_errors.scrub`), and an answer that
+`count_tokens`, `embed`, `decide`, a batch or a media method has every form of the key removed (`_errors.scrub`), and an answer that
 nests too deeply to read is `MalformedResponseError`, whichever code raised it. A stream holds to the same rule inside
 `EventStream`.
 
@@ -58,6 +58,7 @@ GUARDED_METHODS = (
     "synthesize",
     "transcribe",
     "moderate",
+    "decide",
 )
 """The public calls whose errors `HttpProvider` cleans at the boundary (in every subclass that defines them)."""
 

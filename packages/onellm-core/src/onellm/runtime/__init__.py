@@ -46,6 +46,7 @@ from onellm.runtime._registry import ProviderFactory, ProviderRegistry
 from onellm.runtime._results import AskResult, ScriptResult
 from onellm.runtime._runtime import Runtime
 from onellm.runtime._services import RuntimeServices
+from onellm.runtime._sync import drive
 from onellm.runtime._verbs import (
     ask,
     ask_sync,
@@ -88,6 +89,7 @@ __all__ = [
     "ask_sync",
     "chat",
     "current_runtime",
+    "drive",
     "embed",
     "embed_sync",
     "generate",

@@ -92,6 +92,7 @@ _BUILTIN: dict[str, _BuiltinFactory] = {
     "openai-compatible": _compatible,
     "anthropic": _by_import("onellm.providers.anthropic", "AnthropicProvider", "Anthropic"),
     "gemini": _by_import("onellm.providers.gemini", "GeminiProvider", "Gemini"),
+    "typesafe": _by_import("onellm.providers.typesafe", "JevProvider", "TypeSafe Jev"),
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
+from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack, cast, overload
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from onellm.capabilities import Capabilities
     from onellm.catalog import Catalog, ResolvedModel
     from onellm.clock import Clock
+    from onellm.deciders import DecisionResult, DecisionStats, DecisionSummary
     from onellm.instances import Instance, InstanceLease, InstanceStore
     from onellm.records import Record, RecordSink, RecordSinks
     from onellm.runtime._chat import ChatSession
@@ -383,6 +385,78 @@ class Runtime(MediaMethods):
         from onellm.runtime._script import run_script as _run
 
         return await _run(self._services, path, inputs or {}, model=model)
+
+    # ------------------------------------------------------------------------------------------------- deciders
+    async def decide(
+        self,
+        decider: Any,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        output: Any = None,
+        origin: str = "api",
+        model: str | None = None,
+        caller_instance_id: str | None = None,
+    ) -> DecisionResult[Any]:
+        """Run a decider: a folder holding `decider.yaml`, the file, a `Decider`, or a class decorated with
+        `@decider_logic`. See `onellm.decide` (`docs/deciders.md`); `caller_instance_id` links the run to the
+        instance that asked (a tool call's run)."""
+        from onellm.deciders import run_decision
+
+        return await run_decision(
+            self._services,
+            decider,
+            inputs,
+            output=output,
+            origin=origin,
+            model=model,
+            caller_instance_id=caller_instance_id,
+        )
+
+    async def replay_decision(
+        self, instance_id: str, *, model: str | None = None, origin: str = "replay"
+    ) -> DecisionResult[Any]:
+        """Ask a stored decider run's inputs again as a new instance, optionally on another model.
+
+        Raises:
+            LookupError: no decider run has this id.
+        """
+        from onellm.deciders import replay_decision
+
+        return await replay_decision(self._services, instance_id, model=model, origin=origin)
+
+    async def get_decision(self, instance_id: str) -> DecisionResult[Any] | None:
+        """A stored decider run as a `DecisionResult`; None when there is none with this id."""
+        from onellm.deciders import get_decision
+
+        return await get_decision(self._services, instance_id)
+
+    async def list_decisions(
+        self,
+        *,
+        decider: str | None = None,
+        origin: str | None = None,
+        state: str | None = None,
+        since: datetime | None = None,
+        limit: int | None = None,
+    ) -> list[DecisionSummary]:
+        """Stored decider runs, newest first, filtered by decider name, origin, state and time."""
+        from onellm.deciders import list_decisions
+
+        return await list_decisions(
+            self._services, decider=decider, origin=origin, state=state, since=since, limit=limit
+        )
+
+    async def decision_stats(
+        self,
+        *,
+        decider: str | None = None,
+        exclude_origins: Sequence[str] = ("replay", "eval"),
+        since: datetime | None = None,
+    ) -> DecisionStats:
+        """Statistics over stored decider runs, leaving out the origins in `exclude_origins`."""
+        from onellm.deciders import decision_stats
+
+        return await decision_stats(self._services, decider=decider, exclude_origins=exclude_origins, since=since)
 
     def _single_call(
         self, model: str, content: Sequence[Content], system: str | None, output: Any, options: Mapping[str, Any]

@@ -9,7 +9,6 @@ import platform
 import socket
 import tempfile
 from collections.abc import Mapping
-from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast, get_args
 
@@ -17,7 +16,7 @@ import anyio
 import msgspec
 
 from onellm.errors import BadDefinitionError, RunCancelledError, StorageError
-from onellm.messages import CallWarning, Cost, FromPart, Message, Part, TextPart, part_from_data
+from onellm.messages import CallWarning, Cost, FromPart, Message, Part, TextPart, part_from_data, plain_data
 from onellm.providers import ResponseFormat
 from onellm.runtime._call import ModelCall
 from onellm.runtime._prompt import api_source, new_message_id, runtime_source
@@ -108,21 +107,6 @@ def _expand(part: FromPart, scope: Mapping[str, Any], file: str, where: str) -> 
     return parts
 
 
-def _plain(value: Any) -> Any:
-    """Inputs as plain data for the instance file: message parts as their data form, records as objects."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, msgspec.Struct) and hasattr(value, "to_data"):
-        return value.to_data()
-    if value is None or isinstance(value, str | bool | int | Decimal):
-        return value
-    if isinstance(value, float):
-        return Decimal(repr(value))
-    return msgspec.to_builtins(value, builtin_types=(Decimal,))
-
-
 def _runs(when: str | None, render: Any) -> bool:
     if when is None:
         return True
@@ -177,7 +161,7 @@ async def run_script(
     instance = services.new_instance(resolved, model_name, definition.system_prompt)
     instance.agent_definition = str(path)
     instance.name = definition.name
-    instance.inputs = _plain(dict(scope["inputs"])) or None
+    instance.inputs = plain_data(dict(scope["inputs"])) or None
     instance.invocation_mode = definition.invocation_mode
     if system is not None:
         instance.rendered_system_prompt = system

@@ -10,9 +10,13 @@ from onellm.providers.openai._schema import for_openai, restore_optional_nulls
 
 if TYPE_CHECKING:
     from onellm.providers.openai._chat import ChatFlavor
+    from onellm.providers.openai._decisions import MAX_QUESTIONS, decode_decisions_response, encode_decisions_request
     from onellm.providers.openai._provider import OpenAICompatibleProvider, OpenAIProvider, collect
 
 _LAZY = {
+    "MAX_QUESTIONS": "onellm.providers.openai._decisions",
+    "decode_decisions_response": "onellm.providers.openai._decisions",
+    "encode_decisions_request": "onellm.providers.openai._decisions",
     "ChatFlavor": "onellm.providers.openai._chat",
     "OpenAICompatibleProvider": "onellm.providers.openai._provider",
     "OpenAIProvider": "onellm.providers.openai._provider",
@@ -20,10 +24,13 @@ _LAZY = {
 }
 
 __all__ = [
+    "MAX_QUESTIONS",
     "ChatFlavor",
     "OpenAICompatibleProvider",
     "OpenAIProvider",
     "collect",
+    "decode_decisions_response",
+    "encode_decisions_request",
     "for_openai",
     "restore_optional_nulls",
 ]

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     import httpx
 
     from onellm.catalog import ModelProfile
+    from onellm.providers._decisions import DecisionRequest, DecisionResponse
     from onellm.providers._http import ClientPool
 
 __all__ = ["OpenAICompatibleProvider", "OpenAIProvider", "collect"]
@@ -309,6 +310,16 @@ class OpenAIProvider(OpenAIMedia, OpenAICompatibleProvider):
         if not isinstance(count, int) or count < 0:
             raise MalformedResponseError("the token count answer has no input_tokens", provider=self.name)
         return count
+
+    async def decide(self, request: DecisionRequest) -> DecisionResponse:
+        """One OpenAI Decisions request (`POST /decisions`); see `onellm.providers.openai._decisions`."""
+        from onellm.providers.openai._decisions import decode_decisions_response, encode_decisions_request
+
+        body = encode_decisions_request(request)
+        return await self._request(
+            self._call("POST", "/decisions", body),
+            lambda r: decode_decisions_response(r.content, request, provider=self.name),
+        )
 
     def _batch_endpoint(self) -> str:
         return "/v1/responses" if self.api == "responses" else self.chat_endpoint
