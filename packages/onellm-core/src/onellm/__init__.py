@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from onellm._version import __version__
 from onellm.errors import (
+    AgentStateError,
     AuthError,
     BadDefinitionError,
     BadRequestError,
@@ -19,7 +20,9 @@ from onellm.errors import (
     CapabilityMissingError,
     ContentFilterError,
     ContextOverflowError,
+    HookBlockedError,
     InstanceLockedError,
+    InstanceNotFoundError,
     MalformedResponseError,
     ModelNotFoundError,
     OnellmError,
@@ -38,6 +41,13 @@ from onellm.errors import (
 
 if TYPE_CHECKING:
     # One line per lazily exported name, in the same order as _LAZY below.
+    from onellm.agents import AgentResult as AgentResult
+    from onellm.agents import AgentRun as AgentRun
+    from onellm.agents import StopReason as StopReason
+    from onellm.agents import run_agent as run_agent
+    from onellm.agents import run_agent_sync as run_agent_sync
+    from onellm.agents import start_agent as start_agent
+    from onellm.agents import start_agent_sync as start_agent_sync
     from onellm.capabilities import Capabilities as Capabilities
     from onellm.capabilities import EgressClient as EgressClient
     from onellm.catalog import Catalog as Catalog
@@ -117,6 +127,13 @@ if TYPE_CHECKING:
 
 # Public name -> module that defines it. Loaded on first attribute access.
 _LAZY: dict[str, str] = {
+    "AgentResult": "onellm.agents",
+    "AgentRun": "onellm.agents",
+    "StopReason": "onellm.agents",
+    "run_agent": "onellm.agents",
+    "run_agent_sync": "onellm.agents",
+    "start_agent": "onellm.agents",
+    "start_agent_sync": "onellm.agents",
     "Capabilities": "onellm.capabilities",
     "EgressClient": "onellm.capabilities",
     "Catalog": "onellm.catalog",
@@ -196,6 +213,7 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = [
+    "AgentStateError",
     "AuthError",
     "BadDefinitionError",
     "BadRequestError",
@@ -205,7 +223,9 @@ __all__ = [
     "CapabilityMissingError",
     "ContentFilterError",
     "ContextOverflowError",
+    "HookBlockedError",
     "InstanceLockedError",
+    "InstanceNotFoundError",
     "MalformedResponseError",
     "ModelNotFoundError",
     "OnellmError",
