@@ -190,6 +190,7 @@ class AgentRun(Generic[T]):
         self._turns = 0
         self._driver: int | None = None
         self._pending_records: list[tuple[str, Any]] = []
+        self._save_lock: anyio.Lock | None = None
         self._total: Decimal | None = None
         self._result: AgentResult[T] | None = None
         self._warnings: list[CallWarning] = list(setup.warnings) if setup is not None else []
@@ -1522,7 +1523,11 @@ class AgentRun(Generic[T]):
             )
 
     async def _save(self) -> None:
-        await self._services.save(self._instance)
+        lock = self._save_lock
+        if lock is None:
+            lock = self._save_lock = anyio.Lock(fast_acquire=True)
+        async with lock:  # one write at a time: a decision saved from another task never lands after a newer save
+            await self._services.save(self._instance)
         self._dirty = False
         pending = self._pending_records
         if pending:
