@@ -22,7 +22,9 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def calls(*items: tuple[str, str, dict[str, Any] | str], usage: tuple[int, int] | None = None, text: str | None = None) -> ScriptStep:
+def calls(
+    *items: tuple[str, str, dict[str, Any] | str], usage: tuple[int, int] | None = None, text: str | None = None
+) -> ScriptStep:
     """A scripted answer calling tools: (id, tool, arguments) each."""
     return ScriptStep(
         pieces=(text,) if text else (),
@@ -68,7 +70,9 @@ class Harness:
         self.provider.enqueue(*steps)
 
 
-def make_runtime(folder: Path, store: Any, ran: list[tuple[str, dict[str, Any]]], records: list[Record]) -> tuple[onellm.Runtime, ScriptedProvider]:
+def make_runtime(
+    folder: Path, store: Any, ran: list[tuple[str, dict[str, Any]]], records: list[Record]
+) -> tuple[onellm.Runtime, ScriptedProvider]:
     runtime = onellm.Runtime(
         store=store,
         records=[EventRecordSink(records.append)],

@@ -30,11 +30,18 @@ async def test_a_tool_that_requires_approval_holds_its_call_and_the_others_run(f
     assert h.ran == [("echo", {"text": "meanwhile"})]
     (entry,) = result.pending_approvals
     turn = result.instance.messages[0]
-    assert (entry.tool_call_id, entry.tool, entry.message_id, entry.inputs) == ("d", "deploy", turn.id, {"target": "prod"})
+    assert (entry.tool_call_id, entry.tool, entry.message_id, entry.inputs) == (
+        "d",
+        "deploy",
+        turn.id,
+        {"target": "prod"},
+    )
     assert entry.reason == "tool 'deploy' needs a person's approval for each call"
-    assert entry.requested_at is not None and entry.decision is None
+    assert entry.requested_at is not None
+    assert entry.decision is None
     held, other = turn.tool_calls
-    assert held.result is None and other.result == [TextPart("echo: meanwhile")]
+    assert held.result is None
+    assert other.result == [TextPart("echo: meanwhile")]
     text = (h.folder / "instances" / f"{result.instance.id}.yaml").read_text()
     assert "pendingApprovals:\n- toolCallId: d\n  tool: deploy\n" in text
     assert [(r.tool_call_id, r.decision, r.by) for r in h.kinds("approval")] == [("d", "requested", "tool")]
@@ -48,11 +55,13 @@ async def test_approve_writes_the_decision_then_the_run_goes_on(file_harness: Ha
     await run.approve("d")
     # the decision is in the file before anything runs
     saved = await h.runtime.store.load(run.instance_id)  # type: ignore[arg-type]
-    assert saved is not None and saved.pending_approvals[0].decision == "approved"
+    assert saved is not None
+    assert saved.pending_approvals[0].decision == "approved"
     assert h.ran == []
     h.script(done("shipped"))
     result = await run.result()
-    assert result.stop_reason is StopReason.COMPLETED and result.text == "shipped"
+    assert result.stop_reason is StopReason.COMPLETED
+    assert result.text == "shipped"
     assert h.ran == [("deploy", {"target": "prod"})]
     assert result.instance.pending_approvals == []
     assert result.instance.messages[0].tool_calls[0].result == [TextPart("deployed to prod")]
@@ -70,7 +79,8 @@ async def test_deny_answers_the_call_with_the_reason(harness: Harness) -> None:
     h.script(say("Understood."))
     result = await run.result()
     call = result.instance.messages[0].tool_calls[0]
-    assert call.is_error and call.result == [TextPart("A person denied this call: not on a Friday")]
+    assert call.is_error
+    assert call.result == [TextPart("A person denied this call: not on a Friday")]
     assert h.ran == []
     assert result.stop_reason is StopReason.WAITING
 
@@ -91,7 +101,8 @@ async def test_the_run_waits_until_every_held_call_is_decided(harness: Harness) 
     assert h.ran == [("deploy", {"target": "a"})]
     a, b = result.instance.messages[0].tool_calls
     assert a.result == [TextPart("deployed to a")]
-    assert b.is_error and b.result == [TextPart("A person denied this call.")]
+    assert b.is_error
+    assert b.result == [TextPart("A person denied this call.")]
 
 
 async def test_approve_without_an_id_decides_every_held_call(harness: Harness) -> None:
@@ -194,7 +205,8 @@ async def test_an_approved_call_that_had_started_is_not_run_again(harness: Harne
     result = await picked.result()
     assert h.ran == []
     call = result.instance.messages[0].tool_calls[0]
-    assert call.is_error and "approved and started" in call.result[0].text  # type: ignore[index, union-attr]
+    assert call.is_error
+    assert "approved and started" in call.result[0].text
     assert result.instance.pending_approvals == []
 
 
@@ -202,7 +214,9 @@ async def test_shell_loop_approval_holds_every_command_and_runs_it_once_approved
     records: list[Record] = []
     runtime = onellm.Runtime(
         store=FileInstanceStore(tmp_path / "instances", durable=False),
-        capabilities=(onellm.Capabilities.files(tmp_path) + onellm.Capabilities.shell_with_loop_approval()).with_working_directory(tmp_path),
+        capabilities=(
+            onellm.Capabilities.files(tmp_path) + onellm.Capabilities.shell_with_loop_approval()
+        ).with_working_directory(tmp_path),
         records=[onellm.EventRecordSink(records.append)],
         environ={},
     )
@@ -225,14 +239,18 @@ async def test_shell_loop_approval_holds_every_command_and_runs_it_once_approved
     assert result.stop_reason is StopReason.WAITING_FOR_APPROVAL
     (entry,) = result.pending_approvals
     assert entry.tool_call_id == "sh"
-    assert entry.reason is not None and entry.reason.startswith("shell command: echo approved-output  (in ")
+    assert entry.reason is not None
+    assert entry.reason.startswith("shell command: echo approved-output  (in ")
     refused = result.instance.messages[0].tool_calls[1]
-    assert refused.is_error and "CapabilityDeniedError" in refused.result[0].text  # type: ignore[index, union-attr]
+    assert refused.is_error
+    assert "CapabilityDeniedError" in refused.result[0].text
 
     # another runtime over the same store, with the same grant, approves after a restart
     again = onellm.Runtime(
         store=FileInstanceStore(tmp_path / "instances", durable=False),
-        capabilities=(onellm.Capabilities.files(tmp_path) + onellm.Capabilities.shell_with_loop_approval()).with_working_directory(tmp_path),
+        capabilities=(
+            onellm.Capabilities.files(tmp_path) + onellm.Capabilities.shell_with_loop_approval()
+        ).with_working_directory(tmp_path),
         environ={},
     )
     provider2 = onellm.testing.ScriptedProvider("anthropic")
@@ -243,7 +261,8 @@ async def test_shell_loop_approval_holds_every_command_and_runs_it_once_approved
     finished = await picked.result()
     out = finished.instance.messages[0].tool_calls[0]
     assert not out.is_error
-    assert out.result is not None and "approved-output" in out.result[0].text  # type: ignore[union-attr]
+    assert out.result is not None
+    assert "approved-output" in out.result[0].text
 
 
 async def test_shell_with_an_approver_asks_inside_the_tool_and_holds_nothing(tmp_path: Path) -> None:
@@ -254,7 +273,9 @@ async def test_shell_with_an_approver_asks_inside_the_tool_and_holds_nothing(tmp
         return False
 
     runtime = onellm.Runtime(
-        capabilities=(onellm.Capabilities.files(tmp_path) + onellm.Capabilities.shell_with_approval(approver)).with_working_directory(tmp_path),
+        capabilities=(
+            onellm.Capabilities.files(tmp_path) + onellm.Capabilities.shell_with_approval(approver)
+        ).with_working_directory(tmp_path),
         environ={},
     )
     provider = onellm.testing.ScriptedProvider("anthropic")
@@ -270,7 +291,8 @@ async def test_shell_with_an_approver_asks_inside_the_tool_and_holds_nothing(tmp
     assert result.stop_reason is StopReason.COMPLETED
     assert asked == ["echo hi"]
     call = result.instance.messages[0].tool_calls[0]
-    assert call.is_error and "was not approved" in call.result[0].text  # type: ignore[index, union-attr]
+    assert call.is_error
+    assert "was not approved" in call.result[0].text
 
 
 async def test_approve_waits_for_a_segment_finishing_in_another_task(harness: Harness) -> None:

@@ -13,7 +13,8 @@ import onellm
 from onellm import StopReason
 from onellm.errors import BadDefinitionError, OverloadedError, RateLimitError, RunCancelledError
 from onellm.messages import JsonPart, TextPart
-from onellm.testing import Pause, ScriptStep
+from onellm.messages._events import TextDelta
+from onellm.testing import ScriptStep
 
 from .conftest import Harness, calls, done, say
 
@@ -34,7 +35,7 @@ references:
 
 
 @onellm.tool
-def get_docket(caseNo: str) -> str:  # noqa: N803 - the seeds' parameter name
+def get_docket(caseNo: str) -> str:
     """Looks up a docket entry.
 
     Args:
@@ -68,7 +69,8 @@ async def test_the_getting_started_clerk_completes_with_the_seeds_figures(harnes
     # the second call sees the first turn with its result
     assert second.messages[0].tool_calls[0].result == [TextPart("Docket 24-1234: open")]
     saved = await harness.runtime.store.load(agent.instance.id)  # type: ignore[arg-type]
-    assert saved is not None and saved.dumps() == agent.instance.dumps()
+    assert saved is not None
+    assert saved.dumps() == agent.instance.dumps()
     assert saved.capabilities_recorded is True
     assert saved.inputs == {"caseNo": "24-1234"}
     assert saved.agent_definition == str(path)
@@ -78,7 +80,8 @@ async def test_a_plain_answer_leaves_the_instance_waiting(harness: Harness) -> N
     harness.script(say("Hello there.", (10, 3)))
     result = await harness.runtime.run_agent(harness.agent())
     assert (result.stop_reason, result.instance.state, result.text) == (StopReason.WAITING, "waiting", "Hello there.")
-    assert result.result is None and result.summary is None
+    assert result.result is None
+    assert result.summary is None
 
 
 async def test_a_loop_ending_tool_still_runs_the_rest_of_its_turn(harness: Harness) -> None:
@@ -118,9 +121,12 @@ async def test_max_iterations_ends_in_error_without_an_exception(harness: Harnes
     assert result.instance.state == "error"
     assert result.error is not None
     assert (result.error.type, result.error.message) == ("MaxIterations", "max iterations (3) reached")
-    assert result.turns == 3 and len(harness.ran) == 3
+    assert result.turns == 3
+    assert len(harness.ran) == 3
     saved = await harness.runtime.store.load(result.instance.id)  # type: ignore[arg-type]
-    assert saved is not None and saved.error is not None and saved.error.type == "MaxIterations"
+    assert saved is not None
+    assert saved.error is not None
+    assert saved.error.type == "MaxIterations"
     errors = harness.kinds("error")
     assert [(e.error_type, e.message) for e in errors] == [("MaxIterations", "max iterations (3) reached")]
 
@@ -130,7 +136,8 @@ async def test_max_iterations_defaults_to_200(harness: Harness) -> None:
     result = await harness.runtime.run_agent(harness.agent())
     assert result.stop_reason is StopReason.MAX_ITERATIONS
     assert result.turns == 200
-    assert result.error is not None and result.error.message == "max iterations (200) reached"
+    assert result.error is not None
+    assert result.error.message == "max iterations (200) reached"
 
 
 async def test_a_provider_failure_raises_its_typed_error_and_leaves_error(harness: Harness) -> None:
@@ -142,8 +149,10 @@ async def test_a_provider_failure_raises_its_typed_error_and_leaves_error(harnes
     with pytest.raises(RateLimitError):
         await run.result()
     saved = await harness.runtime.store.load(run.instance_id)  # type: ignore[arg-type]
-    assert saved is not None and saved.state == "error"
-    assert saved.error is not None and saved.error.type == "RateLimitError"
+    assert saved is not None
+    assert saved.state == "error"
+    assert saved.error is not None
+    assert saved.error.type == "RateLimitError"
     # the first turn, with its result, is kept
     assert saved.messages[0].tool_calls[0].result == [TextPart("echo: a")]
     stops = [r for r in harness.kinds("run") if r.event == "stopped"]
@@ -188,12 +197,17 @@ async def test_agent_retry_does_not_retry_a_permanent_failure(harness: Harness) 
 
 async def test_cancel_during_a_model_call_keeps_the_partial_turn(harness: Harness) -> None:
     harness.script(calls(("c1", "echo", {"text": "a"})), ScriptStep.paused("Half an ans"))
+    streaming = anyio.Event()
+
+    @harness.runtime.hooks.on_stream_event
+    def watch(ctx: onellm.agents.OnStreamEvent) -> None:
+        if isinstance(ctx.event, TextDelta):
+            streaming.set()
+
     run = await harness.runtime.start_agent(harness.agent())
 
     async def cancel_when_streaming() -> None:
-        while harness.provider.served < 2:
-            await anyio.sleep(0.001)
-        await anyio.sleep(0.01)
+        await streaming.wait()
         await run.cancel()
 
     async with anyio.create_task_group() as group:
@@ -201,24 +215,40 @@ async def test_cancel_during_a_model_call_keeps_the_partial_turn(harness: Harnes
         with pytest.raises(RunCancelledError) as caught:
             await run.result()
     instance = caught.value.instance
-    assert instance.state == "stopped" and instance.cancelled is True
+    assert instance.state == "stopped"
+    assert instance.cancelled is True
     assert instance.messages[-1].text == "Half an ans"
     saved = await harness.runtime.store.load(run.instance_id)  # type: ignore[arg-type]
-    assert saved is not None and saved.cancelled is True and saved.messages[-1].text == "Half an ans"
+    assert saved is not None
+    assert saved.cancelled is True
+    assert saved.messages[-1].text == "Half an ans"
+    assert saved.messages[0].tool_calls[0].result == [TextPart("echo: a")]
     assert harness.kinds("run")[-1].event == "cancelled"
     final = await run.result()  # at rest: a cancelled instance
     assert final.stop_reason is StopReason.CANCELLED
 
 
 async def test_cancel_during_tool_calls_keeps_finished_results(harness: Harness) -> None:
-    harness.script(
-        calls(("fast", "wait_then", {"seconds": 0, "text": "quick"}), ("slow", "wait_then", {"seconds": 30, "text": "late"}))
-    )
-    run = await harness.runtime.start_agent(harness.agent(tools="[wait_then, task_complete]"))
+    finished = anyio.Event()
+
+    @onellm.tool
+    async def quick() -> str:
+        """Answers at once."""
+        finished.set()
+        return "quick"
+
+    @onellm.tool
+    async def slow() -> str:
+        """Answers much later."""
+        await anyio.sleep(30)
+        return "late"
+
+    harness.runtime.tools.add(quick, slow)
+    harness.script(calls(("fast", "quick", {}), ("slow", "slow", {})))
+    run = await harness.runtime.start_agent(harness.agent(tools="[quick, slow, task_complete]"))
 
     async def cancel_when_one_finished() -> None:
-        while not harness.ran:
-            await anyio.sleep(0.001)
+        await finished.wait()
         await run.cancel()
 
     async with anyio.create_task_group() as group:
@@ -226,10 +256,12 @@ async def test_cancel_during_tool_calls_keeps_finished_results(harness: Harness)
         with pytest.raises(RunCancelledError):
             await run.result()
     saved = await harness.runtime.store.load(run.instance_id)  # type: ignore[arg-type]
-    assert saved is not None and saved.state == "stopped" and saved.cancelled is True
-    fast, slow = saved.messages[-1].tool_calls
+    assert saved is not None
+    assert (saved.state, saved.cancelled) == ("stopped", True)
+    fast, late = saved.messages[-1].tool_calls
     assert (fast.result, fast.is_error) == ([TextPart("quick")], False)
-    assert slow.is_error and slow.result == [TextPart("The call was cancelled before it finished.")]
+    assert late.is_error
+    assert late.result == [TextPart("The call was cancelled before it finished.")]
 
 
 async def test_an_outer_cancel_scope_cancels_the_run_the_same_way(harness: Harness) -> None:
@@ -238,7 +270,8 @@ async def test_an_outer_cancel_scope_cancels_the_run_the_same_way(harness: Harne
     with anyio.move_on_after(0.05), pytest.raises(RunCancelledError):
         await run.result()
     saved = await harness.runtime.store.load(run.instance_id)  # type: ignore[arg-type]
-    assert saved is not None and saved.cancelled is True
+    assert saved is not None
+    assert saved.cancelled is True
     assert saved.messages[-1].tool_calls[0].is_error
 
 
@@ -306,14 +339,16 @@ async def test_a_tool_that_raises_gives_the_model_an_error_and_the_loop_goes_on(
     result = await harness.runtime.run_agent(harness.agent(tools="[explode, task_complete]"))
     assert result.stop_reason is StopReason.COMPLETED
     call = result.instance.messages[0].tool_calls[0]
-    assert call.is_error and call.result == [TextPart("Tool 'explode' failed: RuntimeError: disk on fire")]
+    assert call.is_error
+    assert call.result == [TextPart("Tool 'explode' failed: RuntimeError: disk on fire")]
 
 
 async def test_a_tool_that_never_returns_times_out_as_an_error_result(harness: Harness) -> None:
     harness.script(calls(("h", "hang", {})), done())
     result = await harness.runtime.run_agent(harness.agent(tools="[hang, task_complete]"))
     call = result.instance.messages[0].tool_calls[0]
-    assert call.is_error and call.result == [TextPart("Tool 'hang' timed out after 0.05 s.")]
+    assert call.is_error
+    assert call.result == [TextPart("Tool 'hang' timed out after 0.05 s.")]
     assert result.stop_reason is StopReason.COMPLETED
 
 
@@ -332,9 +367,11 @@ async def test_malformed_arguments_give_an_error_result(harness: Harness) -> Non
     )
     result = await harness.runtime.run_agent(harness.agent())
     bad, wrong, array = result.instance.messages[0].tool_calls
-    assert bad.is_error and bad.invalid_inputs == "{not json"
+    assert bad.is_error
+    assert bad.invalid_inputs == "{not json"
     assert bad.result == [TextPart("The arguments of tool 'echo' are not a JSON object: {not json")]
-    assert wrong.is_error and "text" in wrong.result[0].text  # type: ignore[index, union-attr]
+    assert wrong.is_error
+    assert "text" in wrong.result[0].text
     assert array.is_error
     assert harness.ran == []
 
@@ -365,7 +402,8 @@ async def test_the_prompt_argument_follows_the_initial_prompts(harness: Harness)
     result = await harness.runtime.run_agent(harness.agent(), prompt="And be quick.")
     request = harness.provider.requests[0]
     assert [m.user_text for m in request.messages] == ["Do the task.", "And be quick."]
-    assert result.instance.messages[1].source is not None and result.instance.messages[1].source.kind == "api"
+    assert result.instance.messages[1].source is not None
+    assert result.instance.messages[1].source.kind == "api"
 
 
 async def test_nothing_to_send_is_refused_before_anything_runs(harness: Harness) -> None:
@@ -415,7 +453,9 @@ async def test_the_system_prompt_is_rendered_each_turn_and_kept(harness: Harness
     harness.script(calls(("e", "echo", {"text": "x"})), say("ok"))
     result = await harness.runtime.run_agent(path)
     first, second = (r.system for r in harness.provider.requests)
-    assert first != second and first is not None and first.endswith("for Ann.")
+    assert first != second
+    assert first is not None
+    assert first.endswith("for Ann.")
     assert result.instance.rendered_system_prompt == second
 
 
@@ -505,10 +545,14 @@ async def test_usage_and_cost_count_every_turn_and_tool_call(harness: Harness) -
         return "paid"
 
     harness.runtime.tools.add(paid)
-    harness.script(calls(("p", "paid", {}), usage=(1000, 100)), done(), )
+    harness.script(
+        calls(("p", "paid", {}), usage=(1000, 100)),
+        done(),
+    )
     result = await harness.runtime.run_agent(harness.agent(tools="[paid, task_complete]"))
     call = result.instance.messages[0].tool_calls[0]
-    assert call.cost == Decimal("0.01") and len(call.cost_lines) == 1
+    assert call.cost == Decimal("0.01")
+    assert len(call.cost_lines) == 1
     turn_cost = result.instance.messages[0].usage.cost  # type: ignore[union-attr]
     assert turn_cost == Decimal("0.003000")
     assert result.cost.total == Decimal("0.013000")

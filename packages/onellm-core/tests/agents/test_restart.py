@@ -155,14 +155,16 @@ def test_an_approval_survives_a_sigkill_and_the_held_tool_runs_exactly_once(fold
     _kill(a)
 
     saved = (folder / "instances" / f"{instance_id}.yaml").read_text()
-    assert "state: waiting_for_approval" in saved and "toolCallId: d1" in saved
+    assert "state: waiting_for_approval" in saved
+    assert "toolCallId: d1" in saved
 
     assert _run(folder, "approve", instance_id) == ["completed shipped"]
     assert (folder / "effects.txt").read_text().splitlines() == ["deploy prod"]
 
     # picking the finished instance up again runs nothing more
     finished = (folder / "instances" / f"{instance_id}.yaml").read_text()
-    assert "state: stopped" in finished and "pendingApprovals" not in finished
+    assert "state: stopped" in finished
+    assert "pendingApprovals" not in finished
 
 
 def test_a_kill_between_a_tool_taking_effect_and_the_turn_being_saved_does_not_run_it_again(folder: Path) -> None:
@@ -178,7 +180,9 @@ def test_a_kill_between_a_tool_taking_effect_and_the_turn_being_saved_does_not_r
     _kill(a)  # the lease's lock dies with the process
 
     saved = (folder / "instances" / f"{instance_id}.yaml").read_text()
-    assert "state: running" in saved and "tool: charge" in saved and "result:" not in saved
+    assert "state: running" in saved
+    assert "tool: charge" in saved
+    assert "result:" not in saved
 
     lines = _run(folder, "resume", instance_id)
     assert lines[0] == "completed True"

@@ -44,7 +44,8 @@ async def test_a_message_to_a_running_agent_is_read_after_the_turn_in_progress(h
     first, steering = result.instance.messages
     assert first.tool_calls[0].result == [TextPart("worked")]
     assert steering.user == [TextPart("Answer in French from now on.")]
-    assert steering.source is not None and steering.source.kind == "api"
+    assert steering.source is not None
+    assert steering.source.kind == "api"
     assert steering.text == "Switching to French."
     second_request = h.provider.requests[1]
     # the results of the turn in progress come first, then the message
@@ -61,12 +62,15 @@ async def test_a_message_to_a_waiting_agent_starts_a_new_run_segment(harness: Ha
     assert first.stop_reason is StopReason.WAITING
     await run.message("Finish up.", source="user")
     second = await run.result()
-    assert second.stop_reason is StopReason.COMPLETED and second.text == "done now"
+    assert second.stop_reason is StopReason.COMPLETED
+    assert second.text == "done now"
     assert second.turns == 1
     events = [(r.event, r.state) for r in h.kinds("run") if r.event in ("started", "resumed", "stopped")]
     assert events == [("started", "running"), ("stopped", "waiting"), ("resumed", "running"), ("stopped", "stopped")]
     last = second.instance.messages[-1]
-    assert last.user == [TextPart("Finish up.")] and last.source is not None and last.source.kind == "user"
+    assert last.user == [TextPart("Finish up.")]
+    assert last.source is not None
+    assert last.source.kind == "user"
 
 
 async def test_a_message_to_a_stopped_or_failed_agent_starts_a_new_segment(harness: Harness) -> None:
@@ -79,7 +83,8 @@ async def test_a_message_to_a_stopped_or_failed_agent_starts_a_new_segment(harne
     assert over.stop_reason is StopReason.MAX_ITERATIONS
     await run.message("Go on.")
     again = await run.result()
-    assert again.stop_reason is StopReason.WAITING and again.text == "again"
+    assert again.stop_reason is StopReason.WAITING
+    assert again.text == "again"
     assert again.instance.error is None
 
 
@@ -106,35 +111,35 @@ async def test_a_persons_message_answers_ask_user(harness: Harness) -> None:
     h.runtime.tools.add(*[t for t in onellm.builtin_tools() if t.name == "ask_user"])
     h.script(calls(("q", "ask_user", {"question": "Which colour?", "choices": ["red", "blue"]})))
     run = await h.runtime.start_agent(h.agent(tools="[ask_user, task_complete]"))
-    seen: list[object] = []
-    async for event in run.events():
-        seen.append(event)
+    seen = [event async for event in run.events()]
     waiting = await run.result()
     assert waiting.stop_reason is StopReason.WAITING
     assert waiting.question is not None
     assert (waiting.question.question, waiting.question.choices) == ("Which colour?", ("red", "blue"))
     assert waiting.question_call_id == "q"
-    assert waiting.instance.ask_user is not None and waiting.instance.ask_user.tool_call_id == "q"
+    assert waiting.instance.ask_user is not None
+    assert waiting.instance.ask_user.tool_call_id == "q"
     assert any(isinstance(e, QuestionAsked) and e.question == "Which colour?" for e in seen)
     # a message from another agent joins the history and does not answer
     await run.message("FYI: the build is green.", source="agent", name="ci")
     still = await run.result()
-    assert still.stop_reason is StopReason.WAITING and still.instance.ask_user is not None
+    assert still.stop_reason is StopReason.WAITING
+    assert still.instance.ask_user is not None
     assert h.provider.served == 1
     # the person's answer becomes the call's result
     h.script(done("blue it is"))
     await run.message("blue", source="user")
-    delivered: list[object] = []
-    async for event in run.events():
-        delivered.append(event)
+    delivered = [event async for event in run.events()]
     result = await run.result()
     assert result.stop_reason is StopReason.COMPLETED
     question_turn = result.instance.messages[0]
     assert question_turn.tool_calls[0].result == [TextPart("blue")]
     assert result.instance.ask_user is None
-    assert result.instance.messages[1].source is not None and result.instance.messages[1].source.name == "ci"
+    assert result.instance.messages[1].source is not None
+    assert result.instance.messages[1].source.name == "ci"
     answer = next(e for e in delivered if isinstance(e, MessageDelivered))
-    assert answer.answered_call_id == "q" and answer.text == "blue"
+    assert answer.answered_call_id == "q"
+    assert answer.text == "blue"
 
 
 async def test_initial_tool_calls_run_first_marked_injected(harness: Harness) -> None:
@@ -163,7 +168,9 @@ initialPrompts:
     injected = result.instance.messages[0]
     assert len(injected.tool_calls) == 1
     call = injected.tool_calls[0]
-    assert call.injected and call.id is not None and call.result == [TextPart("echo: warm up")]
+    assert call.injected
+    assert call.id is not None
+    assert call.result == [TextPart("echo: warm up")]
     assert h.ran == [("echo", {"text": "warm up"})]
     request = h.provider.requests[0]
     assert request.messages[0].tool_calls[0].result == [TextPart("echo: warm up")]
@@ -192,9 +199,11 @@ initialPrompts:
     run = await h.runtime.start_agent(path, prompt="Then report.")
     result = await run.result()
     assert result.stop_reason is StopReason.WAITING_FOR_APPROVAL
-    assert h.provider.served == 0 and h.ran == []
+    assert h.provider.served == 0
+    assert h.ran == []
     held, task = result.instance.messages
-    assert held.tool_calls[0].injected and held.tool_calls[0].result is None
+    assert held.tool_calls[0].injected
+    assert held.tool_calls[0].result is None
     assert task.user == [TextPart("Then report.")]
     await run.approve()
     h.script(done("reported"))
@@ -224,7 +233,8 @@ initialPrompts:
     )
     run = await h.runtime.start_agent(path, prompt="Look the ticket up.")
     waiting = await run.result()
-    assert waiting.stop_reason is StopReason.WAITING and waiting.question is not None
+    assert waiting.stop_reason is StopReason.WAITING
+    assert waiting.question is not None
     assert waiting.question.question == "What is the ticket number?"
     assert h.provider.served == 0
     h.script(done("found it"))

@@ -694,6 +694,7 @@ class RunHooks:
         `Block`, `Respond` or `RequireApproval` ends the chain and is returned (None: go on with `ctx`)."""
         payload: Any = None
         for entry in entries:
+            given: str | None = None
             try:
                 if isinstance(entry, _DefinitionEntry):
                     if payload is None:
@@ -701,6 +702,7 @@ class RunHooks:
                     outcome = await entry.hook.call(
                         point, payload, context=tool_context, owner=instance_id, fail_closed=True
                     )
+                    given = getattr(outcome, "reason", None)
                     decision = _from_definition(point, outcome)
                 else:
                     decision = await entry.call(ctx)
@@ -718,7 +720,7 @@ class RunHooks:
             if decision is None or isinstance(decision, Continue):
                 continue
             label = _LABELS[type(decision)]
-            said: str | None = getattr(decision, "reason", None)
+            said: str | None = getattr(decision, "reason", None) or given
             await self._write(_hook_record(instance_id, message_id, point, entry.name, label, said))
             if label == "modify":
                 _apply(ctx, decision)
