@@ -191,6 +191,7 @@ class AgentRun(Generic[T]):
         self._driver: int | None = None
         self._pending_records: list[tuple[str, Any]] = []
         self._save_lock: anyio.Lock | None = None
+        self._follower: AsyncIterator[AgentEvent] | None = None
         self._total: Decimal | None = None
         self._result: AgentResult[T] | None = None
         self._warnings: list[CallWarning] = list(setup.warnings) if setup is not None else []
@@ -233,6 +234,7 @@ class AgentRun(Generic[T]):
                 whose recorded grants are missing.
             StorageError: the instance could not be saved.
         """
+        await self._take_over()
         async for _ in self._drive(listen=False):
             pass
         return self._final()
@@ -241,11 +243,15 @@ class AgentRun(Generic[T]):
         """Drive the run as `result()` does, yielding what happens as it happens (turns, tool calls, approvals,
         messages, states, costs). Ends when the run rests with nothing left to do; `await run.result()` then returns
         at once. Leaving the loop early pauses the run between two steps; `result()` carries on from there."""
+        await self._take_over()
         gen = self._drive(listen=True)
+        self._follower = gen
         try:
             async for event in gen:
                 yield event
         finally:
+            if self._follower is gen:
+                self._follower = None
             await gen.aclose()  # type: ignore[attr-defined]
 
     async def message(self, content: Any, *, source: str = "api", name: str | None = None) -> None:
@@ -378,6 +384,14 @@ class AgentRun(Generic[T]):
         if entries or self._inbox or self._resume_requested:
             return True
         return inst.state == "running"
+
+    async def _take_over(self) -> None:
+        """An `events()` loop left early keeps its drive paused between two steps: close it, so a new drive carries
+        on from there (a drive that is busy, not paused, is left alone and refuses the newcomer)."""
+        follower = self._follower
+        if self._active and follower is not None and not getattr(follower, "ag_running", True):
+            self._follower = None
+            await follower.aclose()  # type: ignore[attr-defined]
 
     async def _drive(self, *, listen: bool) -> AsyncIterator[AgentEvent]:
         if self._active:
@@ -1585,7 +1599,7 @@ class AgentRun(Generic[T]):
         from onellm.tools.builtin.agent import AskUserRequest
 
         inst = self._instance
-        state = inst.state
+        state = inst.effective_state.value  # a state this version does not know counts as stopped
         undecided = [e for e in inst.pending_approvals if not e.decided]
         ending: ToolCall | None = None
         if undecided:
