@@ -50,7 +50,7 @@ references:
 
 
 @onellm.tool
-def get_docket(caseNo: str) -> str:  # noqa: N803 - the parameter is named as the getting-started page names it
+def get_docket(caseNo: str) -> str:
     """Looks up a docket entry.
 
     Args:

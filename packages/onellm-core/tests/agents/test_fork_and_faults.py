@@ -214,7 +214,7 @@ async def test_a_store_that_cannot_save_stops_the_run_with_a_typed_error_and_los
     store = _FailingStore()
     h.runtime.store = store
     h.script(calls(("a", "echo", {"text": "one"})), calls(("b", "echo", {"text": "two"})), done())
-    store.fail_after = 2  # the opening and the first answer are saved; the first turn's results are not
+    store.fail_after = 1  # the first answer is saved; the first turn's results are not
     run = await h.runtime.start_agent(h.agent())
     with pytest.raises(StorageError, match="No space left on device") as caught:
         await run.result()

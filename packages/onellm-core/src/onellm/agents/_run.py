@@ -20,7 +20,6 @@ the turn with the results in call order. See `_state` for what a resumed run che
 from __future__ import annotations
 
 import contextlib
-import copy
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
@@ -71,6 +70,7 @@ if TYPE_CHECKING:
 __all__ = ["AgentRun", "SyncAgentRun"]
 
 T = TypeVar("T")
+_M = TypeVar("_M", "Message", "ToolCall")
 
 _ZERO = Decimal(0)
 _PERSON = frozenset({"api", "user"})
@@ -135,6 +135,108 @@ class _Plan:
     parallel: bool = False
 
 
+class _TurnServices:
+    """The services a turn's model call gets: the run's own, except that a plain answer (no tool call) is not saved
+    by the call but by the run as it comes to rest, in the same write as its new state. An answer that calls tools is
+    saved at once, before they run: a run that stops while they run finds them without a result and does not run them
+    again (`_state`)."""
+
+    __slots__ = ("_run", "_services")
+
+    def __init__(self, services: RuntimeServices, run: AgentRun[Any]) -> None:
+        self._services = services
+        self._run = run
+
+    async def save(self, instance: Instance) -> None:
+        if instance.state == "running" and instance.messages and not instance.messages[-1].tool_calls:
+            self._run._dirty = True
+            return
+        await self._services.save(instance)
+        self._run._dirty = False
+
+    # everything else is the run's services
+    @property
+    def clock(self) -> Any:
+        return self._services.clock
+
+    @property
+    def catalog(self) -> Any:
+        return self._services.catalog
+
+    @property
+    def store(self) -> Any:
+        return self._services.store
+
+    @property
+    def cache(self) -> Any:
+        return self._services.cache
+
+    @property
+    def spend(self) -> Any:
+        return self._services.spend
+
+    @property
+    def capabilities(self) -> Any:
+        return self._services.capabilities
+
+    @property
+    def tools(self) -> Any:
+        return self._services.tools
+
+    @property
+    def llm_turn_logs(self) -> bool:
+        return self._services.llm_turn_logs
+
+    @property
+    def environ(self) -> Any:
+        return self._services.environ
+
+    @property
+    def allowed_environment(self) -> tuple[str, ...]:
+        return self._services.allowed_environment
+
+    @property
+    def scope_values(self) -> Any:
+        return self._services.scope_values
+
+    @property
+    def embed_sources(self) -> Any:
+        return self._services.embed_sources
+
+    @property
+    def recording(self) -> bool:
+        return self._services.recording
+
+    @property
+    def hooks(self) -> Any:
+        return self._services.hooks
+
+    @property
+    def hook_source(self) -> Any:
+        return self._services.hook_source
+
+    @property
+    def agent_retry(self) -> Any:
+        return self._services.agent_retry
+
+    def route(self, model: str) -> tuple[ResolvedModel, Any]:
+        return self._services.route(model)
+
+    def now(self) -> Any:
+        return self._services.now()
+
+    def new_instance(
+        self, model: ResolvedModel, requested: str, system: str | None, *, started: Any = None
+    ) -> Instance:
+        return self._services.new_instance(model, requested, system, started=started)
+
+    async def record(self, *records: Record) -> None:
+        await self._services.record(*records)
+
+    async def lease(self, instance: Instance) -> InstanceLease | None:
+        return await self._services.lease(instance)
+
+
 class AgentRun(Generic[T]):
     """One agent instance: drive it with `result()` or `events()`, steer it with `message()`, decide held calls with
     `approve()` and `deny()`, stop it with `cancel()`.
@@ -192,6 +294,8 @@ class AgentRun(Generic[T]):
         self._pending_records: list[tuple[str, Any]] = []
         self._save_lock: anyio.Lock | None = None
         self._follower: AsyncIterator[AgentEvent] | None = None
+        self._turn_services = _TurnServices(services, self)
+        self._drive_scope: anyio.CancelScope | None = None
         self._total: Decimal | None = None
         self._result: AgentResult[T] | None = None
         self._warnings: list[CallWarning] = list(setup.warnings) if setup is not None else []
@@ -300,8 +404,9 @@ class AgentRun(Generic[T]):
         if not self._active:
             return
         self._cancel_requested = True
-        if self._scope is not None:
-            self._scope.cancel()
+        scope = self._scope or self._drive_scope
+        if scope is not None:
+            scope.cancel()
 
     def resume(self) -> None:
         """Let the next `result()` start a segment even with no message: to go on after a cancelled or failed run,
@@ -407,10 +512,23 @@ class AgentRun(Generic[T]):
         self._cancel_requested = False
         self._result = None
         try:
-            while self._runnable():
-                async for event in self._segment():
-                    yield event
-                    self._driver = anyio.get_current_task().id
+            if listen:
+                while self._runnable():
+                    async for event in self._segment():
+                        yield event
+                        self._driver = anyio.get_current_task().id
+            else:
+                # Nothing is yielded: one scope for the whole drive is enough for cancel() to reach every step.
+                with anyio.CancelScope() as scope:
+                    self._drive_scope = scope
+                    try:
+                        while self._runnable():
+                            async for _ in self._segment():
+                                pass
+                    finally:
+                        self._drive_scope = None
+                if scope.cancelled_caught:  # cancelled between two steps: nothing was in flight to save
+                    raise await self._cancelled(anyio.get_cancelled_exc_class()(), saved=False)
         finally:
             self._active = False
             self._listen = False
@@ -477,6 +595,7 @@ class AgentRun(Generic[T]):
             for event in self._flush():
                 yield event
             if first:
+                self._fresh = False  # from now on a new segment reads the instance again (another process may write)
                 async for event in self._open():
                     yield event
             else:
@@ -683,8 +802,7 @@ class AgentRun(Generic[T]):
                 file=file,
                 path="initialPrompts",
             )
-        await self._save()
-        self._fresh = False  # saved now: a later segment reads it again, in case another process changed it
+        # Saved with the first answer, or as the run rests (a held or asked injected call): nothing is lost before.
         for event in self._flush():
             yield event
 
@@ -807,6 +925,7 @@ class AgentRun(Generic[T]):
         assert setup is not None
         while True:
             if self._inbox:
+                await self._save_if_dirty()  # a plain answer the loop goes on from is saved before what follows
                 await self._deliver()
                 for event in self._flush():
                     yield event
@@ -873,7 +992,7 @@ class AgentRun(Generic[T]):
         inst = self._instance
         last = inst.messages[-1]
         if last.user and not last.assistant and not last.tool_calls:
-            turn = copy.copy(last)
+            turn = _clone(last)
             inst.messages[-1] = turn
             return turn
         turn = Message(id=new_message_id(), date_time=self._services.now())
@@ -892,11 +1011,11 @@ class AgentRun(Generic[T]):
         hooks = self._hooks
         policy = getattr(services, "agent_retry", None)
         retries = policy is not None and policy.max_retries > 0
-        original = copy.copy(turn) if retries else turn
+        original = _clone(turn) if retries else turn
         attempt = 0
         while True:
             call = ModelCall(
-                services,
+                self._turn_services,
                 self._model,
                 self._provider,
                 inst,
@@ -927,16 +1046,22 @@ class AgentRun(Generic[T]):
                     raise _blocked("beforeInference", decision.reason, inst)
                 if isinstance(decision, Respond):
                     return await self._respond(turn, decision)
+            scope = None
             try:
-                with anyio.CancelScope() as scope:
-                    self._scope = scope
-                    try:
-                        if hooks is not None and hooks.on_stream_event:
-                            answer = await self._streamed(call)
-                        else:
-                            answer = await call.whole()
-                    finally:
-                        self._scope = None
+                if self._drive_scope is not None:
+                    answer = await (
+                        self._streamed(call) if hooks is not None and hooks.on_stream_event else call.whole()
+                    )
+                else:
+                    with anyio.CancelScope() as scope:
+                        self._scope = scope
+                        try:
+                            if hooks is not None and hooks.on_stream_event:
+                                answer = await self._streamed(call)
+                            else:
+                                answer = await call.whole()
+                        finally:
+                            self._scope = None
             except ProviderError as error:
                 if not call.begun:
                     self._drop_turn(turn, original)
@@ -947,7 +1072,7 @@ class AgentRun(Generic[T]):
                 attempt += 1
                 inst.state = "running"
                 inst.error = None
-                turn = copy.copy(original)
+                turn = _clone(original)
                 inst.messages[-1] = turn
                 await services.clock.sleep(wait)
                 continue
@@ -955,9 +1080,8 @@ class AgentRun(Generic[T]):
                 if not call.begun:
                     self._drop_turn(turn, original)
                 raise
-            if scope.cancelled_caught:  # only possible once the answer was in and saved
+            if scope is not None and scope.cancelled_caught:  # only possible once the answer was in and saved
                 raise _Cancelled
-            self._dirty = False
             return answer
 
     def _drop_turn(self, turn: Message, original: Message) -> None:
@@ -995,7 +1119,7 @@ class AgentRun(Generic[T]):
         message = decision.message
         if message is not None:
             turn.assistant = list(message.assistant)
-            turn.tool_calls = [copy.copy(c) for c in message.tool_calls]
+            turn.tool_calls = [_clone(c) for c in message.tool_calls]
         else:
             turn.assistant = [TextPart(decision.text or "")]
         await self._save()
@@ -1034,7 +1158,7 @@ class AgentRun(Generic[T]):
                 tool_context=self._tool_context(None, None),
             )
             if ctx.message is not turn:
-                changed = copy.copy(turn)
+                changed = _clone(turn)
                 changed.assistant = list(ctx.message.assistant)
                 changed.tool_calls = list(ctx.message.tool_calls)
                 self._replace(turn, changed)
@@ -1218,9 +1342,12 @@ class AgentRun(Generic[T]):
                 yield event
 
     async def _step(self, fn: Callable[..., Any], arg: Any) -> None:
-        """Run one step under a cancel scope `cancel()` can reach."""
+        """Run one step under a cancel scope `cancel()` can reach (the drive's, when nobody follows the events)."""
         if self._cancel_requested:
             raise _Cancelled
+        if self._drive_scope is not None:
+            await fn(arg)
+            return
         with anyio.CancelScope() as scope:
             self._scope = scope
             try:
@@ -1322,14 +1449,14 @@ class AgentRun(Generic[T]):
                 if result is None:
                     new_calls.append(call)
                     continue
-                answered = copy.copy(call)
+                answered = _clone(call)
                 answered.result = list(result.parts)
                 answered.is_error = result.is_error
                 if result.cost_lines:
                     answered.cost_lines = list(result.cost_lines)
                     answered.cost = sum((line.amount for line in result.cost_lines), _ZERO)
                 new_calls.append(answered)
-            finished = copy.copy(message)
+            finished = _clone(message)
             finished.tool_calls = new_calls
             self._replace(message, finished)
             plan.message = finished
@@ -1695,6 +1822,11 @@ class AgentRun(Generic[T]):
 # ----------------------------------------------------------------------------------------------------- helpers
 
 
+def _clone(value: _M) -> _M:
+    """A shallow copy of a message or a tool call (their own `__copy__`, which keeps the key layout)."""
+    return value.__copy__()
+
+
 def _where(services: RuntimeServices, instance: Instance) -> str:
     path_of = getattr(services.store, "path_of", None)
     if callable(path_of) and instance.id is not None:
@@ -1722,7 +1854,7 @@ def _folder_of(agent_definition: str | None) -> Path | None:
 def _injected(call: ToolCall) -> ToolCall:
     from onellm.runtime._prompt import new_message_id
 
-    made = copy.copy(call)
+    made = _clone(call)
     made.when = None
     made.injected = True
     if made.id is None:
