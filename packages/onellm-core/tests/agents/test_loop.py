@@ -557,3 +557,59 @@ async def test_usage_and_cost_count_every_turn_and_tool_call(harness: Harness) -
     assert turn_cost == Decimal("0.003000")
     assert result.cost.total == Decimal("0.013000")
     assert result.subtree_cost.total == result.cost.total
+
+
+async def test_cancel_from_the_events_loop_stops_before_the_next_step(harness: Harness) -> None:
+    harness.script(calls(("c1", "echo", {"text": "a"})), done())
+    run = await harness.runtime.start_agent(harness.agent())
+    seen: list[str] = []
+    with pytest.raises(RunCancelledError):
+        async for event in run.events():
+            seen.append(type(event).__name__)
+            if isinstance(event, onellm.agents.TurnStarted) and event.turn == 2:
+                await run.cancel()
+    assert harness.provider.served == 1  # the second call was never sent
+    saved = await harness.runtime.store.load(run.instance_id)  # type: ignore[arg-type]
+    assert saved is not None
+    assert (saved.state, saved.cancelled) == ("stopped", True)
+    assert [m.tool_calls[0].result for m in saved.messages] == [[TextPart("echo: a")]]  # no empty turn left behind
+
+
+async def test_resume_goes_on_after_a_cancelled_run(harness: Harness) -> None:
+    started = anyio.Event()
+
+    @onellm.tool
+    async def slow() -> str:
+        """Takes long."""
+        started.set()
+        await anyio.sleep(30)
+        return "late"
+
+    harness.runtime.tools.add(slow)
+    harness.script(calls(("s", "slow", {})))
+    run = await harness.runtime.start_agent(harness.agent(tools="[slow, task_complete]"))
+
+    async def stop() -> None:
+        await started.wait()
+        await run.cancel()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(stop)
+        with pytest.raises(RunCancelledError):
+            await run.result()
+    resting = await run.result()  # nothing to do without a message or resume()
+    assert resting.stop_reason is StopReason.CANCELLED
+    harness.script(done("picked up"))
+    run.resume()
+    result = await run.result()
+    assert (result.stop_reason, result.text) == (StopReason.COMPLETED, "picked up")
+    assert result.instance.cancelled is None
+    assert result.instance.messages[0].tool_calls[0].result == [TextPart("The call was cancelled before it finished.")]
+
+
+async def test_cancel_on_a_resting_run_does_nothing(harness: Harness) -> None:
+    harness.script(say("hi"))
+    run = await harness.runtime.start_agent(harness.agent())
+    await run.result()
+    await run.cancel()
+    assert (await run.result()).stop_reason is StopReason.WAITING

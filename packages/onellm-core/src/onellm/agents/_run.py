@@ -514,9 +514,13 @@ class AgentRun(Generic[T]):
         try:
             if listen:
                 while self._runnable():
-                    async for event in self._segment():
-                        yield event
-                        self._driver = anyio.get_current_task().id
+                    segment = self._segment()
+                    try:
+                        async for event in segment:
+                            yield event
+                            self._driver = anyio.get_current_task().id
+                    finally:
+                        await segment.aclose()  # type: ignore[attr-defined]  # left at a yield: close it now
             else:
                 # Nothing is yielded: one scope for the whole drive is enough for cancel() to reach every step.
                 with anyio.CancelScope() as scope:
@@ -528,7 +532,7 @@ class AgentRun(Generic[T]):
                     finally:
                         self._drive_scope = None
                 if scope.cancelled_caught:  # cancelled between two steps: nothing was in flight to save
-                    raise await self._cancelled(anyio.get_cancelled_exc_class()(), saved=False)
+                    raise await self._cancelled(_Cancelled(), saved=False)
         finally:
             self._active = False
             self._listen = False
@@ -1012,6 +1016,9 @@ class AgentRun(Generic[T]):
         policy = getattr(services, "agent_retry", None)
         retries = policy is not None and policy.max_retries > 0
         original = _clone(turn) if retries else turn
+        if self._cancel_requested:  # cancel() while a follower held the run at TurnStarted
+            self._drop_turn(turn, original)
+            raise _Cancelled
         attempt = 0
         while True:
             call = ModelCall(
