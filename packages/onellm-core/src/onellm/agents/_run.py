@@ -1469,9 +1469,20 @@ class AgentRun(Generic[T]):
             plan.message = finished
         else:
             finished = message
-        now = self._services.now()
+        if plan.asked is not None:
+            from onellm.instances import AskUser
+
+            inst.ask_user = AskUser(tool_call_id=finished.tool_calls[plan.asked].id, message_id=finished.id)
+        if results:
+            for i in results:
+                self._later_record("toolCall", (finished.tool_calls[i], plan.durations.get(i)))
+            ending = self._ending_call(finished)
+            if ending is not None and any(finished.tool_calls[i] is ending for i in results):
+                self._later_record("taskCompletion", (ending, None))
         if plan.held:
             from onellm.instances import PendingApproval
+
+            now = self._services.now()
 
             for index, reason, by in plan.held:
                 call = finished.tool_calls[index]
@@ -1486,16 +1497,6 @@ class AgentRun(Generic[T]):
                     )
                 )
                 self._later_record("approval", (call, by))
-        if plan.asked is not None:
-            from onellm.instances import AskUser
-
-            inst.ask_user = AskUser(tool_call_id=finished.tool_calls[plan.asked].id, message_id=finished.id)
-        if results:
-            for i in results:
-                self._later_record("toolCall", (finished.tool_calls[i], plan.durations.get(i)))
-            ending = self._ending_call(finished)
-            if ending is not None and any(finished.tool_calls[i] is ending for i in results):
-                self._later_record("taskCompletion", (ending, None))
         self._dirty = True
 
     def _replace(self, old: Message, new: Message) -> None:
