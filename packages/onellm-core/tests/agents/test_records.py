@@ -59,7 +59,8 @@ async def test_every_step_is_recorded_in_order(harness: Harness) -> None:
     ]
     assert all(r.instance_id == run.instance_id for r in h.records)
     inference = next(r for r in h.records if r.kind == "inference")
-    assert inference.usage is not None and inference.usage.cost == Decimal("0.000300")  # type: ignore[attr-defined]
+    assert inference.usage is not None
+    assert inference.usage.cost == Decimal("0.000300")
 
 
 async def test_a_jsonl_sink_reads_a_run_back(tmp_path: Path) -> None:
@@ -75,7 +76,8 @@ async def test_a_jsonl_sink_reads_a_run_back(tmp_path: Path) -> None:
     result = await runtime.run_agent(tmp_path / "agent.yaml")
     lines = list(read_records(tmp_path / "records" / f"{result.instance.id}.jsonl"))
     kinds = [r.kind for r in lines]
-    assert kinds[0] == "run" and kinds[-1] == "run"
+    assert kinds[0] == "run"
+    assert kinds[-1] == "run"
     assert {"message", "inference", "toolCall", "taskCompletion"} <= set(kinds)
 
 
@@ -89,7 +91,8 @@ async def test_an_instance_spend_cap_stops_the_run_before_the_call_is_sent(harne
     saved = await h.runtime.store.load(run.instance_id)  # type: ignore[arg-type]
     assert saved is not None
     assert saved.state == "error"
-    assert saved.error is not None and saved.error.type == "BudgetExceededError"
+    assert saved.error is not None
+    assert saved.error.type == "BudgetExceededError"
     # every turn that was sent is kept with its results; the refused one left nothing behind
     assert all(c.result is not None for m in saved.messages for c in m.tool_calls)
     assert saved.messages[-1].tool_calls
