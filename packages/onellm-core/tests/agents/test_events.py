@@ -197,3 +197,29 @@ async def test_the_blocking_cancel_from_another_thread_stops_a_blocking_result(h
     await anyio.to_thread.run_sync(thread.join)
     assert len(outcome) == 1
     assert isinstance(outcome[0], onellm.RunCancelledError)
+
+
+def test_the_blocking_run_refuses_a_decision_while_it_holds_at_an_event(tmp_path: Any) -> None:
+    from onellm.instances import MemoryInstanceStore
+
+    from .conftest import make_runtime
+
+    ran: list[tuple[str, dict[str, Any]]] = []
+    runtime, provider = make_runtime(tmp_path, MemoryInstanceStore(), ran, [])
+    path = tmp_path / "agent.yaml"
+    path.write_text(
+        "model: claude-sonnet\nreferences:\n  - tools: [deploy, echo, task_complete]\n"
+        "initialPrompts:\n  - user:\n      - text: go\n"
+    )
+    provider.enqueue(calls(("e", "echo", {"text": "x"}), ("d", "deploy", {"target": "prod"})), done())
+    run = runtime.start_agent_sync(path)
+    refused = 0
+    for event in run.events():
+        if isinstance(event, ToolCallStarted):
+            with pytest.raises(onellm.AgentStateError):
+                run.approve()
+            refused += 1
+        elif isinstance(event, ApprovalNeeded):
+            run.approve(event.call_id)
+    assert refused == 3  # echo, then deploy once approved, then task_complete
+    assert run.result().stop_reason is StopReason.COMPLETED

@@ -290,7 +290,6 @@ class AgentRun(Generic[T]):
         self._dirty = False
         self._iterations = 0
         self._turns = 0
-        self._driver: int | None = None
         self._pending_records: list[tuple[str, Any]] = []
         self._save_lock: anyio.Lock | None = None
         self._follower: AsyncIterator[AgentEvent] | None = None
@@ -417,7 +416,9 @@ class AgentRun(Generic[T]):
 
     async def _decide(self, tool_call_id: str | None, decision: str, reason: str | None, by: str) -> None:
         if self._active and not self._parked:
-            if anyio.get_current_task().id == self._driver:
+            follower = self._follower
+            if follower is not None and not getattr(follower, "ag_running", False):
+                # The run is held at an event its follower has not finished with: waiting here would wait forever.
                 raise AgentStateError(
                     f"instance {self._instance.id}: a call can be approved or denied once the run waits for approval "
                     "(after ApprovalNeeded, or once result() returned), not while it is running",
@@ -507,7 +508,6 @@ class AgentRun(Generic[T]):
             )
         self._active = True
         self._listen = listen
-        self._driver = anyio.get_current_task().id if listen else None
         self._turns = 0
         self._cancel_requested = False
         self._result = None
@@ -518,7 +518,6 @@ class AgentRun(Generic[T]):
                     try:
                         async for event in segment:
                             yield event
-                            self._driver = anyio.get_current_task().id
                     finally:
                         await segment.aclose()  # type: ignore[attr-defined]  # left at a yield: close it now
             else:
