@@ -268,3 +268,31 @@ initialPrompts:
     result = await h.runtime.run_agent(path)
     assert h.ran == []
     assert result.instance.messages[0].tool_calls[0].result == [TextPart("echo: known")]
+
+
+async def test_assets_in_several_opening_messages_all_reach_the_asset_store(file_harness: Harness) -> None:
+    h = file_harness
+    path = h.write(
+        "agent.yaml",
+        "model: claude-sonnet\ninputs:\n  images: []\ninitialPrompts:\n  - user:\n      - text: Compare these.\n"
+        "      - from: inputs.images\n",
+    )
+    images = [
+        onellm.Asset.from_bytes(b"first", "image/png", "a.png"),
+        onellm.Asset.from_bytes(b"second", "image/png", "b.png"),
+    ]
+    h.script(say("They differ."))
+    result = await h.runtime.run_agent(
+        path, {"images": images}, prompt=["And this one:", onellm.Asset.from_bytes(b"third", "image/png", "c.png")]
+    )
+    # the model got every image inline
+    sent = [p for m in h.provider.requests[0].messages for p in m.user if isinstance(p, onellm.AssetPart)]
+    assert [p.data for p in sent] == [b"first", b"second", b"third"]
+    # and the saved instance refers to each one in its asset store, so a new process can send them again
+    saved = await h.runtime.store.load(result.instance.id)  # type: ignore[arg-type]
+    assert saved is not None
+    stored = [p for m in saved.messages for p in m.user if isinstance(p, onellm.AssetPart)]
+    assert [p.name for p in stored] == ["a.png", "b.png", "c.png"]
+    assert all(p.key and p.data is None for p in stored)
+    assets = h.runtime.store.assets(result.instance.id)  # type: ignore[attr-defined, arg-type]
+    assert [assets.get(p.key) for p in stored] == [b"first", b"second", b"third"]

@@ -747,6 +747,7 @@ class AgentRun(Generic[T]):
 
         opening = self._opening
         assert opening is not None
+        self._template_scope()  # made from the caller's own inputs (assets with their bytes), not the saved copy
         self._opening = None
         setup = self._setup
         assert setup is not None
@@ -1635,8 +1636,13 @@ class AgentRun(Generic[T]):
     # ---------------------------------------------------------------------------------------------- plumbing
 
     async def _add(self, message: Message) -> None:
-        """Append a message that did not come from the model (a prompt, a delivered message)."""
+        """Append a message that did not come from the model (a prompt, a delivered message). Inline asset content
+        goes to the instance's asset store now: a save stores only the last message's, and several may come first."""
         inst = self._instance
+        if message.user:
+            from onellm.runtime._assets import store_assets
+
+            store_assets(self._services.store, inst, message)
         inst.messages.append(message)
         self._dirty = True
         if self._services.recording:
