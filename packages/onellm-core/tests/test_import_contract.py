@@ -54,6 +54,7 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
 UPWARD_CALLS: dict[tuple[str, str], str] = {
     ("onellm.runtime._runtime", "deciders"): "Runtime's decider methods are a facade over onellm.deciders",
     ("onellm.runtime._runtime", "agents"): "Runtime's agent methods are a facade over onellm.agents",
+    ("onellm.runtime._services", "agents"): "the services protocol names the hook registry's types for type checkers",
     ("onellm.tools.builtin.decider", "deciders"): "the run_decider tool runs a decider",
     ("onellm.tools.builtin.decider", "runtime"): "the run_decider tool runs in the calling runtime",
 }

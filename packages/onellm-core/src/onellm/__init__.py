@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from onellm._version import __version__
 from onellm.errors import (
+    AgentStateError,
     ArgumentError,
     AuthError,
     BadDefinitionError,
@@ -26,7 +27,9 @@ from onellm.errors import (
     ContextOverflowError,
     DeciderInputError,
     DeciderOutputError,
+    HookBlockedError,
     InstanceLockedError,
+    InstanceNotFoundError,
     InvalidInstanceIdError,
     MalformedResponseError,
     ModelNotFoundError,
@@ -45,6 +48,13 @@ from onellm.errors import (
 )
 
 if TYPE_CHECKING:
+    from onellm.agents import AgentResult as AgentResult
+    from onellm.agents import AgentRun as AgentRun
+    from onellm.agents import StopReason as StopReason
+    from onellm.agents import run_agent as run_agent
+    from onellm.agents import run_agent_sync as run_agent_sync
+    from onellm.agents import start_agent as start_agent
+    from onellm.agents import start_agent_sync as start_agent_sync
     from onellm.capabilities import Capabilities as Capabilities
     from onellm.capabilities import EgressClient as EgressClient
     from onellm.catalog import Catalog as Catalog
@@ -173,6 +183,8 @@ if TYPE_CHECKING:
 # Public name -> module that defines it. Loaded on first attribute access.
 _LAZY: dict[str, str] = {
     "AccessToken": "onellm.providers.deployments",
+    "AgentResult": "onellm.agents",
+    "AgentRun": "onellm.agents",
     "Annotation": "onellm.messages",
     "AnnotationEvent": "onellm.messages",
     "AnthropicProvider": "onellm.providers.anthropic",
@@ -245,6 +257,7 @@ _LAZY: dict[str, str] = {
     "ScriptResult": "onellm.runtime",
     "SpeechResult": "onellm.runtime",
     "SpendCap": "onellm.catalog",
+    "StopReason": "onellm.agents",
     "StreamEvent": "onellm.messages",
     "StreamingAnswer": "onellm.runtime",
     "SystemClock": "onellm.clock",
@@ -281,11 +294,15 @@ _LAZY: dict[str, str] = {
     "media_tools": "onellm.media",
     "moderate": "onellm.runtime",
     "moderate_sync": "onellm.runtime",
+    "run_agent": "onellm.agents",
+    "run_agent_sync": "onellm.agents",
     "run_script": "onellm.runtime",
     "run_script_sync": "onellm.runtime",
     "set_default_runtime": "onellm.runtime",
     "speak": "onellm.runtime",
     "speak_sync": "onellm.runtime",
+    "start_agent": "onellm.agents",
+    "start_agent_sync": "onellm.agents",
     "stream": "onellm.runtime",
     "stream_image": "onellm.runtime",
     "stream_speech": "onellm.runtime",
@@ -313,6 +330,9 @@ _MOVED: dict[str, str] = {
 
 __all__ = [
     "AccessToken",
+    "AgentResult",
+    "AgentRun",
+    "AgentStateError",
     "Annotation",
     "AnnotationEvent",
     "AnthropicProvider",
@@ -358,6 +378,7 @@ __all__ = [
     "GeminiProvider",
     "GoogleBearerAuth",
     "GoogleServiceAccount",
+    "HookBlockedError",
     "HostedToolCallArgumentsDelta",
     "HostedToolCallEnd",
     "HostedToolCallPart",
@@ -366,6 +387,7 @@ __all__ = [
     "ImageResult",
     "Instance",
     "InstanceLockedError",
+    "InstanceNotFoundError",
     "InstanceStore",
     "InvalidInstanceIdError",
     "JsonPart",
@@ -410,6 +432,7 @@ __all__ = [
     "SpeechResult",
     "SpendCap",
     "SpendLimitReachedError",
+    "StopReason",
     "StorageError",
     "StreamEvent",
     "StreamingAnswer",
@@ -451,11 +474,15 @@ __all__ = [
     "media_tools",
     "moderate",
     "moderate_sync",
+    "run_agent",
+    "run_agent_sync",
     "run_script",
     "run_script_sync",
     "set_default_runtime",
     "speak",
     "speak_sync",
+    "start_agent",
+    "start_agent_sync",
     "stream",
     "stream_image",
     "stream_speech",

@@ -42,6 +42,7 @@ from typing import Any
 from onellm._public import publish as _publish
 
 __all__ = [
+    "AgentStateError",
     "ArgumentError",
     "AuthError",
     "BadDefinitionError",
@@ -55,7 +56,9 @@ __all__ = [
     "ContextOverflowError",
     "DeciderInputError",
     "DeciderOutputError",
+    "HookBlockedError",
     "InstanceLockedError",
+    "InstanceNotFoundError",
     "InvalidInstanceIdError",
     "MalformedResponseError",
     "ModelNotFoundError",
@@ -383,6 +386,15 @@ class ArgumentError(OnellmError):
         return self.message()
 
 
+class InstanceNotFoundError(OnellmError, LookupError):
+    """No instance with this id is in the store (or, with `message_id`, the instance holds no such message)."""
+
+    def __init__(self, message: str, *, instance_id: str | None = None, message_id: str | None = None) -> None:
+        super().__init__(message)
+        self.instance_id = instance_id
+        self.message_id = message_id
+
+
 class StorageError(OnellmError):
     """A store, record sink or file could not be read or written: a full or read-only disk, a path that is not a
     regular file, a link leading out of the store, a file that is not what it claims to be.
@@ -407,6 +419,37 @@ class RunCancelledError(OnellmError):
     def __init__(self, message: str, *, instance: Any = None) -> None:
         super().__init__(message)
         self.instance = instance
+
+
+class HookBlockedError(OnellmError):
+    """A hook stopped an agent's run: `point` names where (`beforeInference`, `afterInference`), `hook` which hook,
+    `reason` why (for a hook that failed, its failure), and `instance` is the instance, saved in `error`."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        point: str | None = None,
+        hook: str | None = None,
+        reason: str | None = None,
+        instance: Any = None,
+    ) -> None:
+        super().__init__(message)
+        self.point = point
+        self.hook = hook
+        self.reason = reason
+        self.instance = instance
+
+
+class AgentStateError(OnellmError):
+    """An agent was asked for something its state does not allow: approving when no approval is pending, naming a
+    tool call that waits for no decision, following a run that another caller is already driving. `instance_id` names
+    the instance and `state` is the state it is in."""
+
+    def __init__(self, message: str, *, instance_id: str | None = None, state: str | None = None) -> None:
+        super().__init__(message)
+        self.instance_id = instance_id
+        self.state = state
 
 
 class TemplateError(OnellmError):
@@ -442,6 +485,7 @@ class TemplateError(OnellmError):
 
 _publish(
     "onellm",
+    AgentStateError,
     ArgumentError,
     AuthError,
     BadDefinitionError,
@@ -455,7 +499,9 @@ _publish(
     ContextOverflowError,
     DeciderInputError,
     DeciderOutputError,
+    HookBlockedError,
     InstanceLockedError,
+    InstanceNotFoundError,
     InvalidInstanceIdError,
     MalformedResponseError,
     ModelNotFoundError,

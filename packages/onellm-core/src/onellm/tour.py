@@ -24,9 +24,10 @@ import anyio
 
 import onellm
 from onellm.instances import FileInstanceStore
-from onellm.testing import ScriptedDecisionProvider, ScriptedProvider, ScriptStep
+from onellm.messages import Usage
+from onellm.testing import ScriptedDecisionProvider, ScriptedProvider, ScriptedToolCall, ScriptStep
 
-__all__ = ["COMMIT_MESSAGE_FLOW", "Invoice", "Tour", "main"]
+__all__ = ["COMMIT_MESSAGE_FLOW", "Invoice", "Tour", "get_docket", "main"]
 
 COMMIT_MESSAGE_FLOW = """\
 model: gpt-6-luna
@@ -37,6 +38,29 @@ initialPrompts:
   - user:
       - text: "Now write the commit message from your summary: {{ (index .turns 0).text }}"
 """
+
+_CLERK_AGENT = """\
+name: clerk
+model: claude-sonnet
+systemPrompt: You look up court dockets. Call task_complete with your answer.
+inputs:
+  caseNo: ""
+initialPrompts:
+  - user:
+      - text: "Find docket {{ .inputs.caseNo }} and report its status."
+references:
+  - tools: [get_docket, task_complete]
+"""
+
+
+@onellm.tool
+def get_docket(caseNo: str) -> str:
+    """Looks up a docket entry.
+
+    Args:
+        caseNo: Case number, for example 24-1234.
+    """
+    return "Docket " + caseNo + ": open"
 
 
 _TRIAGE_DECIDER = """\
@@ -68,6 +92,7 @@ class Tour:
         self.live = live
         self.store = FileInstanceStore(directory / "instances", durable=False)
         self.runtime = onellm.Runtime(store=self.store)
+        self.runtime.tools.add(get_docket)
         self.anthropic = ScriptedProvider("anthropic")
         self.openai = ScriptedProvider("openai")
         if not live:
@@ -90,6 +115,7 @@ class Tour:
             await self.structured_output()
             await self.streaming()
             await self.a_script()
+            await self.an_agent()
             await self.a_decider()
         print()
         print(f"Instances saved in {self.store.directory}:")
@@ -165,6 +191,34 @@ class Tour:
         print(script.text)
         print(f"calls: {len(script.turns)}, cost: {script.cost.total}")
         self.saved_as("script", script.instance)
+
+    async def an_agent(self) -> None:
+        print()
+        print("## An agent with a Python tool")
+        clerk = self.directory / "agents" / "clerk.yaml"
+        clerk.parent.mkdir(parents=True, exist_ok=True)
+        clerk.write_text(_CLERK_AGENT, encoding="utf-8")
+        self.script(
+            self.anthropic,
+            ScriptStep(
+                tool_calls=(ScriptedToolCall("c1", "get_docket", '{"caseNo":"24-1234"}'),),
+                usage=Usage(input_tokens=300, output_tokens=20),
+            ),
+            ScriptStep(
+                tool_calls=(
+                    ScriptedToolCall(
+                        "c2",
+                        "task_complete",
+                        '{"result":"Docket 24-1234 is open.","summary":"Looked up the docket."}',
+                    ),
+                ),
+                usage=Usage(input_tokens=340, output_tokens=25),
+            ),
+        )
+        agent = await onellm.run_agent(clerk, {"caseNo": "24-1234"})
+        reason = agent.stop_reason.name.title().replace("_", "")
+        print(f"{reason}: {agent.text} ({agent.cost.total})")
+        self.saved_as("agent", agent.instance)
 
     async def a_decider(self) -> None:
         print()

@@ -11,9 +11,9 @@ chat sessions, scripted runs, embeddings and the agent loop build on instead of 
 from __future__ import annotations
 
 from onellm._public import publish as _publish
-from onellm.runtime._assets import Asset
+from onellm.runtime._assets import Asset, inline_assets, store_assets
 from onellm.runtime._cache import ResultCache
-from onellm.runtime._call import StreamingAnswer
+from onellm.runtime._call import ModelCall, StreamingAnswer
 from onellm.runtime._chat import ChatSession
 from onellm.runtime._default import current_runtime, set_default_runtime, use_runtime
 from onellm.runtime._media import (
@@ -41,10 +41,11 @@ from onellm.runtime._media_verbs import (
     transcribe,
     transcribe_sync,
 )
-from onellm.runtime._prompt import Content, RequestOptions
+from onellm.runtime._prompt import Content, RequestOptions, api_source, new_message_id, prompt_parts, runtime_source
 from onellm.runtime._registry import ProviderFactory, ProviderRegistry
 from onellm.runtime._results import AskResult, ScriptResult
 from onellm.runtime._runtime import Runtime
+from onellm.runtime._script import expand_from_part, template_scope, when_holds
 from onellm.runtime._services import RuntimeServices
 from onellm.runtime._sync import drive
 from onellm.runtime._verbs import (
@@ -72,6 +73,7 @@ __all__ = [
     "ImageResult",
     "ImageSource",
     "MediaStream",
+    "ModelCall",
     "ModerationResult",
     "ProviderFactory",
     "ProviderRegistry",
@@ -85,6 +87,7 @@ __all__ = [
     "StreamingAnswer",
     "TranscriptionOptions",
     "TranscriptionResult",
+    "api_source",
     "ask",
     "ask_sync",
     "chat",
@@ -92,26 +95,34 @@ __all__ = [
     "drive",
     "embed",
     "embed_sync",
+    "expand_from_part",
     "generate",
     "generate_image",
     "generate_image_sync",
     "generate_sync",
+    "inline_assets",
     "moderate",
     "moderate_sync",
+    "new_message_id",
+    "prompt_parts",
     "run_script",
     "run_script_sync",
+    "runtime_source",
     "set_default_runtime",
     "speak",
     "speak_sync",
+    "store_assets",
     "stream",
     "stream_image",
     "stream_speech",
     "stream_text",
     "stream_text_sync",
     "stream_transcription",
+    "template_scope",
     "transcribe",
     "transcribe_sync",
     "use_runtime",
+    "when_holds",
 ]
 
 _publish(

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import anyio
 import msgspec
 
+from onellm._public import publish as _publish
 from onellm.errors import MalformedResponseError, RunCancelledError, StorageError
 from onellm.messages import CallWarning, Cost, Message, MessageAccumulator, StreamEvent, TextDelta, Usage
 from onellm.providers import ChatRequest, ChatResponse, collecting_into, response_from
@@ -645,3 +646,6 @@ class StreamingAnswer(AsyncIterator[StreamEvent], Generic[T]):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+_publish("onellm.runtime", ModelCall)

@@ -23,11 +23,13 @@ from onellm.runtime._results import AskResult
 from onellm.runtime._spend import SpendAccount
 
 if TYPE_CHECKING:
+    from onellm.agents import AgentResult, AgentRun, Hooks, HookSource, SyncAgentRun
     from onellm.capabilities import Capabilities
     from onellm.catalog import Catalog, ResolvedModel
     from onellm.clock import Clock
     from onellm.deciders import DecisionResult, DecisionStats, DecisionSummary
     from onellm.instances import Instance, InstanceLease, InstanceStore
+    from onellm.providers import RetryPolicy
     from onellm.records import Record, RecordSink, RecordSinks
     from onellm.runtime._chat import ChatSession
     from onellm.runtime._results import ScriptResult
@@ -111,6 +113,10 @@ class Runtime(MediaMethods):
         self._spend = SpendAccount(
             spend_cap=spend_cap, instance_spend_cap=instance_spend_cap, max_cost_per_call=max_cost_per_call
         )
+        self._hooks: Hooks | None = None
+        self.hook_source: HookSource | None = None
+        """Loads the hook files definitions name (`hooks:`); None: the one an installed package offers (onellm-js)."""
+        self._agent_retry: RetryPolicy | None = None
         self._services = _Services(self)
 
     def __repr__(self) -> str:
@@ -193,6 +199,34 @@ class Runtime(MediaMethods):
             if isinstance(directory, Path):
                 found.append(directory)
         return tuple(found)
+
+    @property
+    def hooks(self) -> Hooks:
+        """The host's agent hooks (see `onellm.agents.Hooks`); they wrap the hooks a definition names."""
+        if self._hooks is None:
+            from onellm.agents import Hooks
+
+            self._hooks = Hooks()
+        return self._hooks
+
+    @property
+    def agent_retry(self) -> RetryPolicy:
+        """How the agent loop retries a model call that failed in a way the provider calls transient, after the
+        provider client's own retries: `RetryPolicy(max_retries=0)` by default (no more tries), honouring
+        `Retry-After`."""
+        if self._agent_retry is None:
+            from onellm.providers import RetryPolicy
+
+            self._agent_retry = RetryPolicy(max_retries=0)
+        return self._agent_retry
+
+    @agent_retry.setter
+    def agent_retry(self, value: RetryPolicy) -> None:
+        from onellm.providers import RetryPolicy
+
+        if not isinstance(value, RetryPolicy):
+            raise TypeError(f"agent_retry: expected a RetryPolicy, not {type(value).__name__}")
+        self._agent_retry = value
 
     @property
     def services(self) -> RuntimeServices:
@@ -458,6 +492,119 @@ class Runtime(MediaMethods):
 
         return await decision_stats(self._services, decider=decider, exclude_origins=exclude_origins, since=since)
 
+    # -------------------------------------------------------------------------------------------------- agents
+    async def run_agent(
+        self,
+        definition: Any,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        prompt: Any = None,
+        **options: Any,
+    ) -> AgentResult[Any]:
+        """Run an agent to rest and return how it ended (`completed`, `waiting`, `waiting_for_approval`,
+        `max_iterations`), with its result, text, usage, cost and saved instance. See `start_agent` for the
+        arguments and `AgentRun.result` for the errors."""
+        run = await self.start_agent(definition, inputs, prompt=prompt, **options)
+        return await run.result()
+
+    async def start_agent(
+        self,
+        definition: Any,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        prompt: Any = None,
+        **options: Any,
+    ) -> AgentRun[Any]:
+        """A new agent instance as an `AgentRun`: drive it with `result()` or `events()`, steer it with `message()`,
+        decide held calls with `approve()` and `deny()`.
+
+        Args:
+            definition: A path to an agent definition (`.yaml`), a folder holding `agent.yaml`, or a `Definition`.
+            inputs: Input values, merged over the definition's `inputs`.
+            prompt: The task: text or parts, added as a user message after the initial prompts.
+            **options: `model` (instead of the definition's), `strict` (default True: an unknown or ungranted tool
+                fails; False drops it with a warning), `output` (the type of the `task_complete` result),
+                `max_iterations` (instead of the definition's, default 200), `capabilities` (narrows the grants).
+
+        Raises:
+            BadDefinitionError: the definition cannot be read, names a tool that is not registered or not granted
+                (strict), or has nothing to send.
+            ModelNotFoundError, AuthError, CapabilityMissingError: the model cannot be served.
+        """
+        from onellm.agents import start_agent_run
+
+        return await start_agent_run(self._services, definition, inputs, prompt=prompt, runtime=self, **options)
+
+    async def get_agent(self, instance_id: str, **options: Any) -> AgentRun[Any]:
+        """A saved agent instance as an `AgentRun`, also in a new process after a restart: approve or deny its held
+        calls, message it, or `result()` to go on with it.
+
+        Raises:
+            InstanceNotFoundError: the store has no such instance.
+            BadDefinitionError: the file is not a valid instance, or is in a state no run leaves it in.
+        """
+        from onellm.agents import load_agent_run
+
+        return await load_agent_run(self._services, instance_id, runtime=self, **options)
+
+    async def approve(self, instance_id: str, tool_call_id: str | None = None) -> AgentRun[Any]:
+        """Approve a held call of a saved instance (every held call when `tool_call_id` is None) and return the
+        instance's `AgentRun`; `await run.result()` goes on with it."""
+        run = await self.get_agent(instance_id)
+        await run.approve(tool_call_id)
+        return run
+
+    async def deny(
+        self, instance_id: str, tool_call_id: str | None = None, *, reason: str | None = None
+    ) -> AgentRun[Any]:
+        """Deny a held call of a saved instance (every held call when `tool_call_id` is None) and return the
+        instance's `AgentRun`."""
+        run = await self.get_agent(instance_id)
+        await run.deny(tool_call_id, reason=reason)
+        return run
+
+    async def fork(self, instance_id: str, *, through: str | None = None, new_id: str | None = None) -> Instance:
+        """Copy a saved instance under a new id, its conversation up to and including the message `through` (all of
+        it when None), and save the copy: it starts stopped, with no pending approvals; `get_agent(copy.id)` runs on
+        from there.
+
+        Raises:
+            InstanceNotFoundError: no such instance, or no such message in it.
+        """
+        from onellm.agents import fork_instance
+
+        return await fork_instance(self._services, instance_id, through=through, new_id=new_id)
+
+    async def duplicate(self, instance_id: str, *, new_id: str | None = None) -> Instance:
+        """A saved copy of the whole conversation (a fork through the last message)."""
+        from onellm.agents import duplicate_instance
+
+        return await duplicate_instance(self._services, instance_id, new_id=new_id)
+
+    def run_agent_sync(
+        self, definition: Any, inputs: Mapping[str, Any] | None = None, *, prompt: Any = None, **options: Any
+    ) -> AgentResult[Any]:
+        """Blocking form of `run_agent`. Not for use inside async code."""
+        from onellm.runtime._sync import drive
+
+        return drive(self.run_agent(definition, inputs, prompt=prompt, **options), "run_agent")
+
+    def start_agent_sync(
+        self, definition: Any, inputs: Mapping[str, Any] | None = None, *, prompt: Any = None, **options: Any
+    ) -> SyncAgentRun[Any]:
+        """Blocking form of `start_agent`. Not for use inside async code."""
+        from onellm.agents import SyncAgentRun
+        from onellm.runtime._sync import drive
+
+        return SyncAgentRun(drive(self.start_agent(definition, inputs, prompt=prompt, **options), "start_agent"))
+
+    def get_agent_sync(self, instance_id: str, **options: Any) -> SyncAgentRun[Any]:
+        """Blocking form of `get_agent`. Not for use inside async code."""
+        from onellm.agents import SyncAgentRun
+        from onellm.runtime._sync import drive
+
+        return SyncAgentRun(drive(self.get_agent(instance_id, **options), "get_agent"))
+
     def _single_call(
         self, model: str, content: Sequence[Content], system: str | None, output: Any, options: Mapping[str, Any]
     ) -> ModelCall:
@@ -546,6 +693,18 @@ class _Services:
     @property
     def recording(self) -> bool:
         return len(self._runtime.records) > 0
+
+    @property
+    def hooks(self) -> Hooks | None:
+        return self._runtime._hooks
+
+    @property
+    def hook_source(self) -> HookSource | None:
+        return self._runtime.hook_source
+
+    @property
+    def agent_retry(self) -> RetryPolicy | None:
+        return self._runtime._agent_retry
 
     def route(self, model: str) -> tuple[ResolvedModel, Any]:
         if not isinstance(model, str) or not model:

@@ -29,7 +29,12 @@ if TYPE_CHECKING:
     from onellm.runtime._services import RuntimeServices
     from onellm.templating import MissingKey
 
-__all__ = ["run_script", "template_scope"]
+__all__ = [
+    "expand_from_part",
+    "run_script",
+    "template_scope",
+    "when_holds",
+]
 
 _FALSE = frozenset({"", "false", "0", "no", "off"})
 
@@ -79,7 +84,7 @@ def template_scope(services: RuntimeServices, definition: Definition, inputs: Ma
     }
 
 
-def _expand(part: FromPart, scope: Mapping[str, Any], file: str, where: str) -> list[Part]:
+def expand_from_part(part: FromPart, scope: Mapping[str, Any], file: str, where: str) -> list[Part]:
     """A `from: <path>` part: one part per element of the list the template data holds at that path."""
     value: Any = scope
     for key in part.path.split("."):
@@ -107,7 +112,9 @@ def _expand(part: FromPart, scope: Mapping[str, Any], file: str, where: str) -> 
     return parts
 
 
-def _runs(when: str | None, render: Any) -> bool:
+def when_holds(when: str | None, render: Any) -> bool:
+    """Whether a `when` template lets its message or call run: not when it renders empty, `false`, `0`, `no` or
+    `off` (trimmed, any case); a `when` that fails to render counts as true."""
     if when is None:
         return True
     try:
@@ -182,7 +189,7 @@ async def run_script(
     try:
         await run.record(run.event("started", "running"))
         for index, prompt in enumerate(prompts):
-            if not _runs(prompt.when, render):
+            if not when_holds(prompt.when, render):
                 continue
             if not prompt.user:
                 answer = [
@@ -201,7 +208,9 @@ async def run_script(
                 if isinstance(p, TextPart):
                     user.append(TextPart(render(p.text, f"initialPrompts[{index}]")))
                 elif isinstance(p, FromPart):
-                    user.extend(_expand(p, scope, definition.file or str(path), f"initialPrompts[{index}].user[{n}]"))
+                    user.extend(
+                        expand_from_part(p, scope, definition.file or str(path), f"initialPrompts[{index}].user[{n}]")
+                    )
                 else:
                     user.append(p)
             turn = Message(id=new_message_id(), user=user, date_time=services.now(), source=api_source())
