@@ -1,6 +1,8 @@
 """Runtime benchmark: `ask` end to end on the scripted provider (model resolved, request built, call priced, instance
 created and saved in a `MemoryInstanceStore`) beside a bare `ScriptedProvider.send` of the same request, so the
-runtime's own overhead per call is the difference. Also: a streamed call, a cache hit, and a chat turn.
+runtime's own overhead per call is the difference. Also: a streamed call, a cache hit, a chat turn, and one turn of an
+agent run (an eleven-turn run on the scripted provider divided by eleven; `bench/agents.py` has the whole run beside a
+hand-written loop).
 
     uv run python bench/runtime.py
 
@@ -42,6 +44,54 @@ async def per_call(
             await fn()
         best = min(best, time.process_time() - start)
     return best / number * 1e6
+
+
+AGENT = """\
+model: gpt-6-luna
+references:
+  - tools: [lookup, task_complete]
+initialPrompts:
+  - user:
+      - text: Look up the ten entries, then answer.
+"""
+
+
+async def agent_turn(runtime: Runtime) -> float:
+    """CPU microseconds per turn of an eleven-turn agent run (ten tool-calling turns and a final answer)."""
+    import onellm
+    from onellm.definitions import Definition
+    from onellm.messages import Usage
+    from onellm.testing import ScriptedToolCall
+
+    @onellm.tool
+    async def lookup(n: int) -> str:
+        """Looks an entry up.
+
+        Args:
+            n: The entry.
+        """
+        return f"entry {n}: ok"
+
+    runtime.tools.add(lookup, replace=True)
+    provider = ScriptedProvider("openai")
+    runtime.providers.set("openai", provider)
+    definition = Definition.loads(AGENT)
+    steps = [
+        ScriptStep(
+            tool_calls=(ScriptedToolCall(f"c{i}", "lookup", {"n": i}),), usage=Usage(input_tokens=300, output_tokens=20)
+        )
+        for i in range(10)
+    ]
+    steps.append(STEP)
+    best = float("inf")
+    for _ in range(5):
+        provider.enqueue(*steps * 40)
+        start = time.process_time()
+        for _ in range(40):
+            await runtime.run_agent(definition)
+        best = min(best, time.process_time() - start)
+    provider.assert_complete()
+    return best / 40 / 11 * 1e6
 
 
 async def main() -> None:
@@ -90,6 +140,7 @@ async def main() -> None:
         ("chat turn (history up to 20 messages)", await per_call(chat_turn, provider, number)),
     ]
     rows.append(("runtime.ask, result cache hit", await per_call(cache_hit, provider, number, sends=False)))
+    rows.append(("agent turn (eleven-turn run / 11, memory store)", await agent_turn(runtime)))
     provider.assert_complete()
     base = rows[0][1]
     print(f"{'operation':<50} {'µs/call':>10} {'overhead':>10}")

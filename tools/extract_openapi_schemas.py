@@ -4,7 +4,9 @@
 
 Writes `testdata/providers/openai/openapi-request-schemas.json`: the component schemas reachable from the request
 bodies of `/chat/completions`, `/responses` and `/embeddings`, with the document's version, so the tests need neither
-the whole 3 MB document nor the network.
+the whole 3 MB document nor the network; and `openapi-media-request-schemas.json`, the same for the media endpoints
+(`/images/generations`, `/images/edits`, `/audio/speech`, `/audio/transcriptions`, `/audio/translations`,
+`/moderations`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,15 @@ from ruamel.yaml import YAML
 
 ROOTS = ("CreateChatCompletionRequest", "CreateResponse", "CreateEmbeddingRequest")
 OUT = Path(__file__).resolve().parents[1] / "testdata" / "providers" / "openai" / "openapi-request-schemas.json"
+MEDIA_ROOTS = (
+    "CreateImageRequest",
+    "EditImageBodyJsonParam",
+    "CreateSpeechRequest",
+    "CreateTranscriptionRequest",
+    "CreateTranslationRequest",
+    "CreateModerationRequest",
+)
+MEDIA_OUT = OUT.with_name("openapi-media-request-schemas.json")
 
 
 def refs(node: Any) -> set[str]:
@@ -37,9 +48,14 @@ def refs(node: Any) -> set[str]:
 def main(source: str) -> None:
     yaml = YAML(typ="safe", pure=False)
     document = yaml.load(Path(source).read_text(encoding="utf-8"))
+    write(document, ROOTS, OUT)
+    write(document, MEDIA_ROOTS, MEDIA_OUT)
+
+
+def write(document: Any, roots: tuple[str, ...], target: Path) -> None:
     schemas = document["components"]["schemas"]
     wanted: dict[str, Any] = {}
-    queue = list(ROOTS)
+    queue = list(roots)
     while queue:
         name = queue.pop()
         if name in wanted:
@@ -48,12 +64,12 @@ def main(source: str) -> None:
         queue.extend(refs(schemas[name]) - wanted.keys())
     out = {
         "source": f"openai/openai-openapi openapi.yaml, info.version {document['info']['version']}",
-        "roots": list(ROOTS),
+        "roots": list(roots),
         "components": {"schemas": dict(sorted(wanted.items()))},
     }
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(out, indent=1, sort_keys=False, default=str) + "\n", encoding="utf-8")
-    print(f"{len(wanted)} schemas -> {OUT}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(out, indent=1, sort_keys=False, default=str) + "\n", encoding="utf-8")
+    print(f"{len(wanted)} schemas -> {target}")
 
 
 if __name__ == "__main__":

@@ -62,3 +62,23 @@ def test_template_error_carries_its_kind_and_position() -> None:
     error = TemplateError('function "nope" not defined', kind="parse", name="greeting", line=1, column=3, offset=2)
     assert error.kind == "parse"
     assert str(error).startswith("greeting:1:3: parse error:")
+
+
+def test_argument_and_instance_id_errors_live_under_the_root_and_keep_their_old_homes() -> None:
+    import onellm.instances
+    import onellm.schema
+    import onellm.tools
+    from onellm.errors import ArgumentError, InvalidInstanceIdError
+
+    assert onellm.schema.ArgumentError is ArgumentError
+    assert onellm.tools.ArgumentError is ArgumentError
+    assert onellm.instances.InvalidInstanceIdError is InvalidInstanceIdError
+    assert issubclass(ArgumentError, OnellmError)
+    # Existing `except ValueError` clauses keep catching a refused instance id.
+    assert issubclass(InvalidInstanceIdError, OnellmError)
+    assert issubclass(InvalidInstanceIdError, ValueError)
+
+    error = ArgumentError("must be an integer, not a string").within("qty").within(2).within("items")
+    assert (error.path, str(error)) == ("items[2].qty", "Argument 'items[2].qty' must be an integer, not a string.")
+    again = pickle.loads(pickle.dumps(error))
+    assert (type(again), again.segments, str(again)) == (ArgumentError, ["items", 2, "qty"], str(error))

@@ -6,6 +6,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Protocol, runtime_checkable
 
+from onellm._public import publish as _publish
+
 __all__ = ["Clock", "FakeClock", "SystemClock"]
 
 
@@ -55,3 +57,6 @@ class FakeClock:
         self.sleeps.append(seconds)
         self.advance(max(0.0, seconds))
         await anyio.lowlevel.checkpoint()
+
+
+_publish("onellm", Clock, FakeClock, SystemClock)

@@ -3,15 +3,47 @@
 Every failure onellm raises derives from `OnellmError`. Provider failures derive from `ProviderError`, which carries the
 provider name and the HTTP status. API keys travel as `Secret` values, whose text never appears in a message, a repr, a
 log line or a record.
+
+```
+OnellmError
+├── ProviderError              a model call failed: provider, status, body, request id
+│   ├── AuthError              the key is missing, wrong or not allowed
+│   ├── BadRequestError        the request is wrong; never retried
+│   ├── ContentFilterError
+│   ├── ContextOverflowError
+│   ├── MalformedResponseError the response is not what the API documents
+│   ├── OverloadedError        with `retry_after`
+│   ├── RateLimitError         with `retry_after` and `quota_exhausted`
+│   ├── RefusedError
+│   ├── SpendLimitReachedError the account's own limit at the provider
+│   └── TransportError         the connection failed or timed out
+├── ArgumentError              a value does not fit its type: `path` (`items[2].qty`) and `problem`
+├── BadDefinitionError         a file is wrong: file, line, column, path
+├── BudgetExceededError        a spend, token, turn or tool-call cap: `kind`, `limit`, `spent`
+├── CapabilityDeniedError      a grant refused a path, command or host: `target`, `rule`
+├── CapabilityMissingError     a package or a grant is missing, and how to get it
+├── InstanceLockedError        another holder has the instance's lease
+├── InvalidInstanceIdError     also a `ValueError`
+├── ModelNotFoundError         `name`, `candidates`
+├── RunCancelledError          `instance`, saved with what had arrived
+├── StorageError               a store, sink or file failed: `path`, `operation`, `result`
+├── TemplateError              `kind`, `name`, `line`, `column`, `offset`
+└── UnsupportedParameterError  `parameter`, `model`
+```
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
+from onellm._public import publish as _publish
+
 __all__ = [
+    "AgentStateError",
+    "ArgumentError",
     "AuthError",
     "BadDefinitionError",
     "BadRequestError",
@@ -19,9 +51,15 @@ __all__ = [
     "BudgetKind",
     "CapabilityDeniedError",
     "CapabilityMissingError",
+    "ConfigurationError",
     "ContentFilterError",
     "ContextOverflowError",
+    "DeciderInputError",
+    "DeciderOutputError",
+    "HookBlockedError",
     "InstanceLockedError",
+    "InstanceNotFoundError",
+    "InvalidInstanceIdError",
     "MalformedResponseError",
     "ModelNotFoundError",
     "OnellmError",
@@ -142,6 +180,22 @@ class ContextOverflowError(ProviderError):
 class ContentFilterError(ProviderError):
     """The provider's safety filter blocked the request or the response."""
 
+    def __init__(self, message: str, *, categories: dict[str, dict[str, Any]] | None = None, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.categories: dict[str, dict[str, Any]] = dict(categories or {})
+        """What the filter said per category, when the provider says (Azure: `hate`, `self_harm`, `jailbreak`, ...
+        each with `filtered` and its `severity` or `detected`)."""
+
+    @property
+    def severities(self) -> dict[str, str]:
+        """The categories that were filtered, each with its severity (`high`, ...; `detected` for a detector)."""
+        out: dict[str, str] = {}
+        for name, result in self.categories.items():
+            if result.get("filtered"):
+                severity = result.get("severity")
+                out[name] = severity if isinstance(severity, str) else "detected"
+        return out
+
 
 class SpendLimitReachedError(ProviderError):
     """The account's own spending limit at the provider was reached. Never retried."""
@@ -160,7 +214,12 @@ class MalformedResponseError(ProviderError):
 
 
 class RefusedError(ProviderError):
-    """The model declined to answer."""
+    """The model declined to answer. For a decider, `questions` names the questions it declined."""
+
+    def __init__(self, message: str, *, questions: tuple[str, ...] = (), **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.questions = questions
+        """The questions refused (a decider's question ids, `line-ok[2]` for one element of a `forEach`)."""
 
 
 class BudgetKind(enum.Enum):
@@ -186,6 +245,15 @@ class BudgetExceededError(OnellmError):
 
 class CapabilityMissingError(OnellmError):
     """A feature needs a package or a grant that is not present. The message names what to add."""
+
+
+class ConfigurationError(OnellmError, ValueError):
+    """A setting given in code or the environment cannot be used: `setting` names it, the message says why (never
+    showing a secret value). Also a `ValueError`, as a bad argument is."""
+
+    def __init__(self, message: str, *, setting: str | None = None) -> None:
+        super().__init__(message)
+        self.setting = setting
 
 
 class CapabilityDeniedError(OnellmError):
@@ -226,6 +294,30 @@ class BadDefinitionError(OnellmError):
         return f"{where}: {self.detail}{at}"
 
 
+class DeciderInputError(OnellmError):
+    """A decider's inputs do not fit the `inputs` of its `decider.schema.json`, or cannot be sent (a value that is not
+    JSON). Raised before anything is sent. `path` names the value (`inputs.ticket.title`)."""
+
+    def __init__(self, message: str, *, path: str | None = None, decider: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        """Where the value is, starting at `inputs`."""
+        self.decider = decider
+        """The decider's name."""
+
+
+class DeciderOutputError(OnellmError):
+    """What a decider's logic returned (its answers, when it has none) does not fit the `outputs` of its
+    `decider.schema.json`, or the `output=` type asked for. `path` names the value (`outputs.route`)."""
+
+    def __init__(self, message: str, *, path: str | None = None, decider: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        """Where the value is, starting at `outputs`."""
+        self.decider = decider
+        """The decider's name."""
+
+
 class ModelNotFoundError(OnellmError):
     """A model name resolves to nothing, or to several models. `candidates` lists the near or ambiguous names."""
 
@@ -252,6 +344,57 @@ class InstanceLockedError(OnellmError):
         self.instance_id = instance_id
 
 
+class InvalidInstanceIdError(OnellmError, ValueError):
+    """An instance id is not 1 to 128 characters of ASCII letters, digits, `-` and `_`."""
+
+    def __init__(self, message: str, *, instance_id: object = None) -> None:
+        super().__init__(message)
+        self.instance_id = instance_id
+        """The value that was refused."""
+
+
+class ArgumentError(OnellmError):
+    """A JSON value does not fit the type: `path` names it (`items[2].qty`), `problem` says how."""
+
+    def __init__(self, problem: str, path: Sequence[str | int] = ()) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        """What is wrong, for example `must be an integer, not a string`."""
+        self.segments: list[str | int] = list(path)
+        """The keys and indexes from the top value down to the one that does not fit."""
+
+    def within(self, segment: str | int) -> ArgumentError:
+        """Put this error one level down, under `segment` (an object key or an array index); returns self."""
+        self.segments.insert(0, segment)
+        return self
+
+    @property
+    def path(self) -> str:
+        """The path as text: `items[2].qty`, `notes["a b"]`; empty for the top value."""
+        from onellm._describe import format_path
+
+        return format_path(self.segments)
+
+    def message(self, subject: str = "Argument") -> str:
+        """The sentence shown to the model, for example `Argument 'items[2].qty' must be an integer, not a string.`"""
+        path = self.path
+        if path:
+            return f"{subject} '{path}' {self.problem}."
+        return f"{subject} {self.problem}."
+
+    def __str__(self) -> str:
+        return self.message()
+
+
+class InstanceNotFoundError(OnellmError, LookupError):
+    """No instance with this id is in the store (or, with `message_id`, the instance holds no such message)."""
+
+    def __init__(self, message: str, *, instance_id: str | None = None, message_id: str | None = None) -> None:
+        super().__init__(message)
+        self.instance_id = instance_id
+        self.message_id = message_id
+
+
 class StorageError(OnellmError):
     """A store, record sink or file could not be read or written: a full or read-only disk, a path that is not a
     regular file, a link leading out of the store, a file that is not what it claims to be.
@@ -276,6 +419,37 @@ class RunCancelledError(OnellmError):
     def __init__(self, message: str, *, instance: Any = None) -> None:
         super().__init__(message)
         self.instance = instance
+
+
+class HookBlockedError(OnellmError):
+    """A hook stopped an agent's run: `point` names where (`beforeInference`, `afterInference`), `hook` which hook,
+    `reason` why (for a hook that failed, its failure), and `instance` is the instance, saved in `error`."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        point: str | None = None,
+        hook: str | None = None,
+        reason: str | None = None,
+        instance: Any = None,
+    ) -> None:
+        super().__init__(message)
+        self.point = point
+        self.hook = hook
+        self.reason = reason
+        self.instance = instance
+
+
+class AgentStateError(OnellmError):
+    """An agent was asked for something its state does not allow: approving when no approval is pending, naming a
+    tool call that waits for no decision, following a run that another caller is already driving. `instance_id` names
+    the instance and `state` is the state it is in."""
+
+    def __init__(self, message: str, *, instance_id: str | None = None, state: str | None = None) -> None:
+        super().__init__(message)
+        self.instance_id = instance_id
+        self.state = state
 
 
 class TemplateError(OnellmError):
@@ -307,3 +481,40 @@ class TemplateError(OnellmError):
             if column is not None:
                 where += f":{column}"
         super().__init__(f"{where}: {kind} error: {detail}")
+
+
+_publish(
+    "onellm",
+    AgentStateError,
+    ArgumentError,
+    AuthError,
+    BadDefinitionError,
+    BadRequestError,
+    BudgetExceededError,
+    BudgetKind,
+    CapabilityDeniedError,
+    CapabilityMissingError,
+    ConfigurationError,
+    ContentFilterError,
+    ContextOverflowError,
+    DeciderInputError,
+    DeciderOutputError,
+    HookBlockedError,
+    InstanceLockedError,
+    InstanceNotFoundError,
+    InvalidInstanceIdError,
+    MalformedResponseError,
+    ModelNotFoundError,
+    OnellmError,
+    OverloadedError,
+    ProviderError,
+    RateLimitError,
+    RefusedError,
+    RunCancelledError,
+    Secret,
+    SpendLimitReachedError,
+    StorageError,
+    TemplateError,
+    TransportError,
+    UnsupportedParameterError,
+)

@@ -25,7 +25,7 @@ import math
 import re
 import types
 import typing
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from pathlib import PurePath
@@ -34,12 +34,14 @@ from uuid import UUID
 
 import msgspec
 
-from onellm._describe import describe_value, format_path, quote_text
+from onellm._describe import describe_value, quote_text
 from onellm._docstrings import attribute_docs, parse_docstring
+from onellm.errors import ArgumentError
 
 __all__ = [
     "KEYWORD_ORDER",
     "ArgumentError",
+    "Converter",
     "JsonType",
     "Property",
     "compile_type",
@@ -87,37 +89,6 @@ def ordered(schema: Mapping[str, Any]) -> dict[str, Any]:
     if unknown:
         raise ValueError(f"schema keyword {unknown[0]!r} is not one onellm writes")
     return {key: schema[key] for key in KEYWORD_ORDER if key in schema}
-
-
-class ArgumentError(Exception):
-    """A JSON value does not fit the type: `path` names it (`items[2].qty`), `problem` says how."""
-
-    def __init__(self, problem: str, path: Sequence[str | int] = ()) -> None:
-        super().__init__(problem)
-        self.problem = problem
-        """What is wrong, for example `must be an integer, not a string`."""
-        self.segments: list[str | int] = list(path)
-        """The keys and indexes from the top value down to the one that does not fit."""
-
-    def within(self, segment: str | int) -> ArgumentError:
-        """Put this error one level down, under `segment` (an object key or an array index); returns self."""
-        self.segments.insert(0, segment)
-        return self
-
-    @property
-    def path(self) -> str:
-        """The path as text: `items[2].qty`, `notes["a b"]`; empty for the top value."""
-        return format_path(self.segments)
-
-    def message(self, subject: str = "Argument") -> str:
-        """The sentence shown to the model, for example `Argument 'items[2].qty' must be an integer, not a string.`"""
-        path = self.path
-        if path:
-            return f"{subject} '{path}' {self.problem}."
-        return f"{subject} {self.problem}."
-
-    def __str__(self) -> str:
-        return self.message()
 
 
 Converter = Callable[[Any], Any]

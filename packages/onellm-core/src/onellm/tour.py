@@ -4,14 +4,16 @@
     uv run python -m onellm.tour --live     # the same calls against the real services (keys from the environment)
 
 Without `--live`, `onellm.testing.ScriptedProvider` is registered under the real provider names (`anthropic`,
-`openai`), so model names resolve through the shipped catalog and each call is priced as a real one would be; each
-step queues the answer the scripted model gives. Instances are saved as YAML files in a fresh temporary directory
+`openai`), and `ScriptedDecisionProvider` under `typesafe` for the decider, so model names resolve through the
+shipped catalog and each call is priced as a real one would be; each step queues the answer the scripted model gives
+(the decider gets the scripted engine's placeholder answers). Instances are saved as YAML files in a fresh temporary directory
 (or in `--instances DIR`), and the tour prints where.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -22,7 +24,10 @@ import anyio
 
 import onellm
 from onellm.instances import FileInstanceStore
-from onellm.testing import ScriptedProvider, ScriptStep
+from onellm.messages import Usage
+from onellm.testing import ScriptedDecisionProvider, ScriptedProvider, ScriptedToolCall, ScriptStep
+
+__all__ = ["COMMIT_MESSAGE_FLOW", "Invoice", "Tour", "get_docket", "main"]
 
 COMMIT_MESSAGE_FLOW = """\
 model: gpt-6-luna
@@ -32,6 +37,46 @@ initialPrompts:
       - text: "Summarize this change in one sentence: {{ .inputs.diff }}"
   - user:
       - text: "Now write the commit message from your summary: {{ (index .turns 0).text }}"
+"""
+
+_CLERK_AGENT = """\
+name: clerk
+model: claude-sonnet
+systemPrompt: You look up court dockets. Call task_complete with your answer.
+inputs:
+  caseNo: ""
+initialPrompts:
+  - user:
+      - text: "Find docket {{ .inputs.caseNo }} and report its status."
+references:
+  - tools: [get_docket, task_complete]
+"""
+
+
+@onellm.tool
+def get_docket(caseNo: str) -> str:
+    """Looks up a docket entry.
+
+    Args:
+        caseNo: Case number, for example 24-1234.
+    """
+    return "Docket " + caseNo + ": open"
+
+
+_TRIAGE_DECIDER = """\
+model: jev-latest
+state:
+  title: "{{ .inputs.title }}"
+questions:
+  topic:
+    type: choice
+    instructions: Which team should handle the ticket?
+    criteria:
+      billing: Charges and refunds
+      orders: Delivery and returns
+  angry:
+    type: noul
+    instructions: Is the customer angry?
 """
 
 
@@ -47,11 +92,13 @@ class Tour:
         self.live = live
         self.store = FileInstanceStore(directory / "instances", durable=False)
         self.runtime = onellm.Runtime(store=self.store)
+        self.runtime.tools.add(get_docket)
         self.anthropic = ScriptedProvider("anthropic")
         self.openai = ScriptedProvider("openai")
         if not live:
             self.runtime.providers.set("anthropic", self.anthropic)
             self.runtime.providers.set("openai", self.openai)
+            self.runtime.providers.set("typesafe", ScriptedDecisionProvider("typesafe"))
         self.saved: list[tuple[str, str | None]] = []
 
     def script(self, provider: ScriptedProvider, *steps: ScriptStep) -> None:
@@ -68,6 +115,8 @@ class Tour:
             await self.structured_output()
             await self.streaming()
             await self.a_script()
+            await self.an_agent()
+            await self.a_decider()
         print()
         print(f"Instances saved in {self.store.directory}:")
         for what, instance_id in self.saved:
@@ -142,6 +191,44 @@ class Tour:
         print(script.text)
         print(f"calls: {len(script.turns)}, cost: {script.cost.total}")
         self.saved_as("script", script.instance)
+
+    async def an_agent(self) -> None:
+        print()
+        print("## An agent with a Python tool")
+        clerk = self.directory / "agents" / "clerk.yaml"
+        clerk.parent.mkdir(parents=True, exist_ok=True)
+        clerk.write_text(_CLERK_AGENT, encoding="utf-8")
+        self.script(
+            self.anthropic,
+            ScriptStep(
+                tool_calls=(ScriptedToolCall("c1", "get_docket", '{"caseNo":"24-1234"}'),),
+                usage=Usage(input_tokens=300, output_tokens=20),
+            ),
+            ScriptStep(
+                tool_calls=(
+                    ScriptedToolCall(
+                        "c2",
+                        "task_complete",
+                        '{"result":"Docket 24-1234 is open.","summary":"Looked up the docket."}',
+                    ),
+                ),
+                usage=Usage(input_tokens=340, output_tokens=25),
+            ),
+        )
+        agent = await onellm.run_agent(clerk, {"caseNo": "24-1234"})
+        reason = agent.stop_reason.name.title().replace("_", "")
+        print(f"{reason}: {agent.text} ({agent.cost.total})")
+        self.saved_as("agent", agent.instance)
+
+    async def a_decider(self) -> None:
+        print()
+        print("## A decider")
+        folder = self.directory / "deciders" / "triage-ticket"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "decider.yaml").write_text(_TRIAGE_DECIDER, encoding="utf-8")
+        verdict = await onellm.decide(folder, {"title": "Refund please"})
+        print(json.dumps(verdict.answers, separators=(",", ":")))
+        self.saved_as("decider", verdict.instance)
 
     async def latest(self) -> str:
         """The id of the instance saved last (`ask` returns only the text)."""

@@ -162,21 +162,3 @@ def test_sum_of_grants(tree: Path) -> None:
     assert isinstance(total, Capabilities)
     assert total == parts[0] + parts[1] + parts[2]
     assert sum(parts, Capabilities()) == Capabilities() + total
-
-
-def test_the_docs_example_builds_the_grants_it_describes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import re
-
-    page = Path(__file__).resolve().parents[4] / "docs" / "capabilities.md"
-    first = re.search(r"```python\n(.*?)```", page.read_text(), re.S)
-    assert first is not None
-    monkeypatch.chdir(tmp_path)
-    scope: dict[str, object] = {}
-    exec(first.group(1), scope)
-    caps = scope["caps"]
-    assert isinstance(caps, Capabilities)
-    assert caps.write_roots == (tmp_path.resolve() / "work",)
-    assert Path("/data/ref") in caps.read_roots
-    assert caps.shell_grant.commands == (("git", "status"), ("ls",))
-    assert caps.git_ceiling
-    assert caps.allows_connection("x.docs.example.com", 443, "93.184.216.34")

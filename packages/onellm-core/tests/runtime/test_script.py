@@ -160,9 +160,11 @@ def test_the_tour_prints_the_getting_started_figures(capsys: pytest.CaptureFixtu
         "Green lights at midnight, the queue drains one job at a time, dawn finds the build red.",
         "result text matches: True",
         "calls: 2, cost: 0.0000240",
+        "Completed: Docket 24-1234 is open. (0.001730)",
+        '{"topic":{"type":"choice","choice":"billing","confidence":0.5,"probabilities":{}},"angry":{"type":"noul","noul":0.5}}',
     ]:
         assert line in out.splitlines()
-    assert out.count(".yaml") == 5
+    assert out.count(".yaml") == 7
 
 
 async def test_an_agent_definition_runs_as_a_script(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from onellm.errors import (
     ModelNotFoundError,
     RateLimitError,
     RunCancelledError,
+    UnsupportedParameterError,
 )
 from onellm.instances import MemoryInstanceStore
 from onellm.messages import TextDelta
@@ -273,8 +274,15 @@ async def test_unknown_model_and_missing_provider() -> None:
     runtime = Runtime(environ={"TYPESAFE_API_KEY": "k"})
     with pytest.raises(ModelNotFoundError):
         await runtime.ask("no-such-model-anywhere", "x")
-    with pytest.raises(CapabilityMissingError, match=r"runtime\.providers\.set\('typesafe'"):
-        await runtime.ask("jev-latest", "x")
+    with pytest.raises(UnsupportedParameterError, match="decisions only"):
+        await runtime.ask("jev-latest", "x")  # a decisions engine takes no chat; nothing is sent
+    from onellm.catalog import Catalog
+
+    runtime.catalog = Catalog.shipped().with_layers(
+        {"name": "acme", "protocol": "acme-wire", "models": [{"name": "acme-1", "kind": "chat"}]}
+    )
+    with pytest.raises(CapabilityMissingError, match=r"runtime\.providers\.set\('acme'"):
+        await runtime.ask("acme:acme-1", "x")
 
 
 async def test_registry_lookup_by_preset_then_provider_then_protocol() -> None:

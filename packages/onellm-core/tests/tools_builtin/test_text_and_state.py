@@ -108,6 +108,7 @@ def test_every_builtin_tool_has_a_full_description_and_grants() -> None:
         "todo": ("files_write",),
         "memory": ("files_write",),
         "ask_user": (),
+        "run_decider": ("files_read",),
     }
     for t in tools:
         assert t.description
@@ -141,7 +142,7 @@ def test_references_to_builtin_tools_check_their_grants(tmp_path: Path) -> None:
     with pytest.raises(BadDefinitionError, match="network grant"):
         ToolReferenceResolver(tools, Capabilities.files(tmp_path)).resolve([{"tools": ["search_web"]}])
     everything = Capabilities.files(tmp_path) + Capabilities.shell_commands("echo") + Capabilities.network("a.example")
-    assert len(ToolReferenceResolver(tools, everything).resolve([{"tools": [t.name for t in tools]}]).tools) == 12
+    assert len(ToolReferenceResolver(tools, everything).resolve([{"tools": [t.name for t in tools]}]).tools) == 13
 
 
 def test_state_files_planted_as_links_are_refused(tmp_path: Path) -> None:

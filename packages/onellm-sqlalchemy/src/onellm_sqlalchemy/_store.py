@@ -4,7 +4,7 @@ The row keeps the instance's file text exactly as `Instance.dumps()` wrote it, s
 byte for byte and a row copied out to `<id>.yaml` loads in every onellm. Each save is one transaction. The row's
 `version` is bumped on every save and the update names the version it read, so two writers that race on one row
 cannot interleave: the one that finds the row changed under it reads it again and retries, and the last save wins,
-the same rule as the file store. Leases are rows with an expiry (see `_leases`).
+the same rule as the file store. Leases are rows with an expiry (see `onellm.instances.leases`).
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from sqlalchemy.exc import IntegrityError
 
 from onellm.clock import Clock
 from onellm.errors import InstanceLockedError, StorageError
-from onellm.instances import Instance, InstanceLease, InstanceQuery, InstanceSummary, validate_instance_id
+from onellm.instances import Instance, InstanceQuery, InstanceSummary, validate_instance_id
+from onellm.instances.leases import LeaseRenewer, RowLease, from_ticks, new_holder, to_ticks
 from onellm_sqlalchemy._bind import Bind, BindLike
-from onellm_sqlalchemy._leases import LeaseRenewer, from_ticks, new_holder, to_ticks
 from onellm_sqlalchemy._tables import OnellmTables, tables
 
 __all__ = ["SqlAlchemyInstanceLease", "SqlAlchemyInstanceStore"]
@@ -39,57 +39,21 @@ class _Raced(Exception):
     """Another writer changed the row between our read and our write; read again."""
 
 
-class SqlAlchemyInstanceLease(InstanceLease):
-    """A lease kept as a row in the leases table, renewed by its holder every third of its duration.
-
-    `lost` turns true when a renewal finds that another holder took the row (this holder stalled past the expiry, or
-    a clock jumped); saves of the instance through the store that handed it out are then refused.
-    """
+class SqlAlchemyInstanceLease(RowLease):
+    """A lease kept as a row in the leases table, renewed by its holder every third of its duration."""
 
     def __init__(
         self, store: SqlAlchemyInstanceStore, instance_id: str, holder: str, expires_at: int, token: Any
     ) -> None:
-        super().__init__(instance_id)
+        super().__init__(instance_id, holder, expires_at, store.lease_seconds)
         self._store = store
-        self.holder = holder
-        """Who holds it: host, process id and a random token, as written in the row."""
-        self._expires_at = expires_at
         self._token = token
-        self.lost = False
-        """True once another holder took the row over."""
 
-    @property
-    def expires_at(self) -> datetime:
-        """When the lease lapses unless renewed (by the store's clock)."""
-        return from_ticks(self._expires_at)
+    async def _renew_row(self) -> bool:
+        return await self._store._renew(self)
 
-    async def renew(self) -> None:
-        """Push the expiry a full lease duration past the store clock's now (the holder does this on its own).
-
-        Raises:
-            InstanceLockedError: the lease was lost to another holder, or was released.
-        """
-        if not await self._store._renew(self):
-            raise InstanceLockedError(
-                f"the lease on instance {self.instance_id!r} is no longer held by this holder",
-                instance_id=self.instance_id,
-            )
-
-    async def _release(self) -> None:
-        try:
-            await self._store._release(self)
-        except StorageError as exc:
-            # Not raised: it would hide what ended the holder's work, and the row lapses on its own.
-            _log.warning(
-                "could not give back the lease on instance %r (it lapses by itself within %g s): %s",
-                self.instance_id,
-                self._store.lease_seconds,
-                exc,
-            )
-
-    def __repr__(self) -> str:
-        state = "lost" if self.lost else "released" if self.released else "held"
-        return f"<SqlAlchemyInstanceLease {self.instance_id!r} {state} until {self.expires_at.isoformat()}>"
+    async def _release_row(self) -> None:
+        await self._store._release(self)
 
 
 class SqlAlchemyInstanceStore:

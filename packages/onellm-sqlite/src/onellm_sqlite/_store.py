@@ -23,8 +23,8 @@ import anyio.lowlevel
 
 from onellm.clock import Clock
 from onellm.errors import InstanceLockedError, StorageError
-from onellm.instances import Instance, InstanceLease, InstanceQuery, InstanceSummary, validate_instance_id
-from onellm_sqlite._leases import LeaseRenewer, from_ticks, new_holder, to_ticks
+from onellm.instances import Instance, InstanceQuery, InstanceSummary, validate_instance_id
+from onellm.instances.leases import LeaseRenewer, RowLease, from_ticks, new_holder, to_ticks
 from onellm_sqlite._schema import Database
 
 __all__ = ["SqliteInstanceLease", "SqliteInstanceStore"]
@@ -44,54 +44,18 @@ _UPSERT = (
 )
 
 
-class SqliteInstanceLease(InstanceLease):
-    """A lease kept as a row in the `leases` table, renewed by its holder every third of its duration.
-
-    `lost` turns true when a renewal finds that another holder took the row (this holder stalled past the expiry, or
-    a clock jumped); saves of the instance through the store that handed it out are then refused.
-    """
+class SqliteInstanceLease(RowLease):
+    """A lease kept as a row in the leases table, renewed by its holder every third of its duration."""
 
     def __init__(self, store: SqliteInstanceStore, instance_id: str, holder: str, expires_at: int) -> None:
-        super().__init__(instance_id)
+        super().__init__(instance_id, holder, expires_at, store.lease_seconds)
         self._store = store
-        self.holder = holder
-        """Who holds it: host, process id and a random token, as written in the row."""
-        self._expires_at = expires_at
-        self.lost = False
-        """True once another holder took the row over."""
 
-    @property
-    def expires_at(self) -> datetime:
-        """When the lease lapses unless renewed (by the store's clock)."""
-        return from_ticks(self._expires_at)
+    async def _renew_row(self) -> bool:
+        return await anyio.to_thread.run_sync(self._store._renew, self)
 
-    async def renew(self) -> None:
-        """Push the expiry a full lease duration past the store clock's now (the holder does this on its own).
-
-        Raises:
-            InstanceLockedError: the lease was lost to another holder, or was released.
-        """
-        if not await anyio.to_thread.run_sync(self._store._renew, self):
-            raise InstanceLockedError(
-                f"the lease on instance {self.instance_id!r} is no longer held by this holder",
-                instance_id=self.instance_id,
-            )
-
-    async def _release(self) -> None:
-        try:
-            await anyio.to_thread.run_sync(self._store._release, self)
-        except StorageError as exc:
-            # Not raised: it would hide what ended the holder's work, and the row lapses on its own.
-            _log.warning(
-                "could not give back the lease on instance %r (it lapses by itself within %g s): %s",
-                self.instance_id,
-                self._store.lease_seconds,
-                exc,
-            )
-
-    def __repr__(self) -> str:
-        state = "lost" if self.lost else "released" if self.released else "held"
-        return f"<SqliteInstanceLease {self.instance_id!r} {state} until {self.expires_at.isoformat()}>"
+    async def _release_row(self) -> None:
+        await anyio.to_thread.run_sync(self._store._release, self)
 
 
 class SqliteInstanceStore:

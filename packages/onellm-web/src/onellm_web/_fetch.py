@@ -160,6 +160,9 @@ async def fetch_webpage_markdown(
     """Fetch a page under the network grant and return its main content as Markdown.
 
     ```python
+    from onellm.capabilities import Capabilities
+    from onellm_web import fetch_webpage_markdown
+
     page = await fetch_webpage_markdown("https://example.org/post", capabilities=Capabilities.any_public_hosts())
     print(page.title, page.markdown)
     ```

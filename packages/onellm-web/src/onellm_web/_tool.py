@@ -63,6 +63,11 @@ def register(target: Runtime | ToolRegistry, options: WebOptions | None = None) 
     """Add `fetch_webpage_markdown` to a runtime's tools (or a `ToolRegistry`), replacing one registered before.
 
     ```python
+    import onellm_web
+    from onellm import Runtime
+    from onellm.capabilities import Capabilities
+    from onellm_web import WebOptions
+
     rt = Runtime(capabilities=Capabilities.any_public_hosts())
     onellm_web.register(rt, WebOptions(max_chars=20_000))
     ```

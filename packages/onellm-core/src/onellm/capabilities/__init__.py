@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from onellm._public import publish as _publish
 from onellm.capabilities._caps import Capabilities
 from onellm.capabilities._file_io import DirectoryHandle
 from onellm.capabilities._files import FileGrant
@@ -52,3 +53,20 @@ def __getattr__(name: str) -> Any:
 
         return getattr(_egress, name)
     raise AttributeError(f"module 'onellm.capabilities' has no attribute {name!r}")
+
+
+_publish("onellm", Capabilities)
+_publish(
+    "onellm.capabilities",
+    CommandDecision,
+    CommandRequest,
+    CommandResult,
+    DirectoryHandle,
+    FileGrant,
+    NetworkEntry,
+    NetworkGrant,
+    PreparedCommand,
+    ShellGrant,
+    ShellMode,
+    ShellOptions,
+)

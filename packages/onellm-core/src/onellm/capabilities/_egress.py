@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 import httpcore
 import httpx
 
+from onellm._public import publish as _publish
 from onellm.capabilities._caps import Capabilities
 from onellm.capabilities._network import NetworkGrant, normalize_host, parse_address, system_resolve, valid_port
 from onellm.capabilities._refusal import denial
@@ -391,3 +392,6 @@ class EgressClient:
                 hdrs = httpx.Headers({k: v for k, v in hdrs.items() if k.lower() in _KEPT_ON_ORIGIN_CHANGE})
             current = target
         raise httpx.TooManyRedirects(f"more than {self.max_redirects} redirects", request=request)
+
+
+_publish("onellm", EgressClient)

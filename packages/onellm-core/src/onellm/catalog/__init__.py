@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from onellm.catalog._catalog import Catalog, CatalogLayer, ResolvedModel, ValueOrigin, is_loopback_url
-    from onellm.catalog._profile import ModelProfile
+    from onellm.catalog._profile import SCHEMA_FORMS, THINKING_STYLES, ModelProfile
     from onellm.catalog.adjust import Adjustment, RequestAdjuster, RequestSettings
     from onellm.catalog.counting import (
         LocalTokenizer,
@@ -35,6 +35,8 @@ _LAZY = {
     "ValueOrigin": "onellm.catalog._catalog",
     "is_loopback_url": "onellm.catalog._catalog",
     "ModelProfile": "onellm.catalog._profile",
+    "SCHEMA_FORMS": "onellm.catalog._profile",
+    "THINKING_STYLES": "onellm.catalog._profile",
     "Adjustment": "onellm.catalog.adjust",
     "RequestAdjuster": "onellm.catalog.adjust",
     "RequestSettings": "onellm.catalog.adjust",
@@ -60,6 +62,8 @@ _LAZY = {
 }
 
 __all__ = [
+    "SCHEMA_FORMS",
+    "THINKING_STYLES",
     "Adjustment",
     "Catalog",
     "CatalogLayer",

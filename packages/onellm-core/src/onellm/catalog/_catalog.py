@@ -10,6 +10,7 @@ from decimal import Decimal
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, cast
 
+from onellm._public import publish as _publish
 from onellm.catalog._merge import BLOCKED, FOUND, lookup, merge_values, parse_value_path, probe
 from onellm.catalog._schema import SchemaError, check_provider
 from onellm.catalog.entries import ModelEntry, PresetEntry, ProviderEntry
@@ -774,3 +775,7 @@ def _stamp(name: str) -> tuple[str, float]:
         return str(path), path.stat().st_mtime
     except OSError:
         return str(path), -1.0
+
+
+_publish("onellm", Catalog, ResolvedModel)
+_publish("onellm.catalog", CatalogLayer, ValueOrigin)

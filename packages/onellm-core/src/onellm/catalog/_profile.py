@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
+from onellm._public import publish as _publish
+
 if TYPE_CHECKING:
     from onellm.catalog._catalog import ResolvedModel
 
@@ -34,8 +36,15 @@ class ModelProfile:
     default (and says so in a warning where the API needs a value, as Anthropic's `max_tokens`).
 
     ```python
+    from onellm.catalog import Catalog
+    from onellm.messages import Message, TextPart
+    from onellm.providers import ChatRequest
+    from onellm.providers.anthropic import AnthropicProvider
+
     profile = Catalog.shipped().resolve("claude-sonnet").profile
-    response = await AnthropicProvider().send(ChatRequest("claude-sonnet-5-5", messages, profile=profile))
+    messages = [Message(user=[TextPart("Hello")])]
+    async with AnthropicProvider() as provider:
+        response = await provider.send(ChatRequest("claude-sonnet-5-5", messages, profile=profile))
     ```
     """
 
@@ -105,3 +114,6 @@ class ModelProfile:
             thinking=thinking,
             properties=properties,
         )
+
+
+_publish("onellm.catalog", ModelProfile)

@@ -14,6 +14,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from onellm._public import publish as _publish
 from onellm.catalog.entries import ThinkingSettings
 from onellm.errors import UnsupportedParameterError
 
@@ -275,3 +276,7 @@ class RequestAdjuster:
             )
         adjusted = dataclasses.replace(settings, **changes) if changes else settings
         return Adjustment(adjusted, tuple(warnings))
+
+
+_publish("onellm", RequestSettings)
+_publish("onellm.catalog", Adjustment, RequestAdjuster)

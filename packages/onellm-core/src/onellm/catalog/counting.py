@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+from onellm._public import publish as _publish
 from onellm.catalog._schema import to_decimal
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from onellm.messages import Usage
 
 __all__ = [
+    "CountSource",
     "LocalTokenizer",
     "TokenCount",
     "TokenEstimator",
@@ -48,19 +50,19 @@ __all__ = [
     "video_tokens",
 ]
 
-Family = Literal["openai", "gemini", "anthropic", "other"]
+_Family = Literal["openai", "gemini", "anthropic", "other"]
 CountSource = Literal["provider", "tokenizer", "estimate"]
 
-PER_MESSAGE = 4
-PER_REPLY = 3
-PER_TOOL = 8
-ANTHROPIC_TOOL_ALLOWANCE = 346
-AUDIO_TOKENS_PER_SECOND = 32
-VIDEO_TOKENS_PER_SECOND = 263
-AUDIO_BYTES_PER_SECOND = 4_000  # 32 kbit/s: a low bitrate, so a guessed duration is long rather than short
-VIDEO_BYTES_PER_SECOND = 125_000  # 1 Mbit/s
-PDF_TOKENS_PER_PAGE = {"gemini": 258, "anthropic": 3_000, "openai": 3_000, "other": 3_000}
-PDF_BYTES_PER_PAGE = 3_000  # page count guessed from size when the file cannot be read: small pages, so more pages
+_PER_MESSAGE = 4
+_PER_REPLY = 3
+_PER_TOOL = 8
+_ANTHROPIC_TOOL_ALLOWANCE = 346
+_AUDIO_TOKENS_PER_SECOND = 32
+_VIDEO_TOKENS_PER_SECOND = 263
+_AUDIO_BYTES_PER_SECOND = 4_000  # 32 kbit/s: a low bitrate, so a guessed duration is long rather than short
+_VIDEO_BYTES_PER_SECOND = 125_000  # 1 Mbit/s
+_PDF_TOKENS_PER_PAGE = {"gemini": 258, "anthropic": 3_000, "openai": 3_000, "other": 3_000}
+_PDF_BYTES_PER_PAGE = 3_000  # page count guessed from size when the file cannot be read: small pages, so more pages
 
 
 @runtime_checkable
@@ -78,7 +80,7 @@ class TokenCount:
     source: CountSource
 
 
-def family_of(model: ResolvedModel) -> Family:
+def family_of(model: ResolvedModel) -> _Family:
     """The counting family of a resolved model, from its provider's protocol (or name)."""
     protocol = (model.provider_entry.protocol or model.provider).lower()
     if protocol in ("anthropic",):
@@ -128,7 +130,7 @@ def estimate_text(text: str, cpt: Decimal | float | int) -> int:
     return math.ceil(Decimal(weighted) / per) + wide if weighted else wide
 
 
-def image_tokens(family: Family, width: int | None, height: int | None, *, detail: str | None = None) -> int:
+def image_tokens(family: _Family, width: int | None, height: int | None, *, detail: str | None = None) -> int:
     """Tokens for one image by the vendor's documented formula; unknown dimensions take the family's largest figure."""
     if family == "anthropic" or family == "other":
         if not width or not height:
@@ -156,16 +158,16 @@ def image_tokens(family: Family, width: int | None, height: int | None, *, detai
     return 258 * math.ceil(width / 768) * math.ceil(height / 768)
 
 
-def pdf_tokens(family: Family, pages: int) -> int:
-    return PDF_TOKENS_PER_PAGE[family] * max(1, pages)
+def pdf_tokens(family: _Family, pages: int) -> int:
+    return _PDF_TOKENS_PER_PAGE[family] * max(1, pages)
 
 
 def audio_tokens(seconds: float | Decimal) -> int:
-    return math.ceil(Decimal(str(seconds)) * AUDIO_TOKENS_PER_SECOND)
+    return math.ceil(Decimal(str(seconds)) * _AUDIO_TOKENS_PER_SECOND)
 
 
 def video_tokens(seconds: float | Decimal) -> int:
-    return math.ceil(Decimal(str(seconds)) * VIDEO_TOKENS_PER_SECOND)
+    return math.ceil(Decimal(str(seconds)) * _VIDEO_TOKENS_PER_SECOND)
 
 
 def pdf_page_count(data: bytes) -> int:
@@ -174,7 +176,7 @@ def pdf_page_count(data: bytes) -> int:
     count -= data.count(b"/Type /Pages") + data.count(b"/Type/Pages")
     if count > 0:
         return count
-    return max(1, math.ceil(len(data) / PDF_BYTES_PER_PAGE))
+    return max(1, math.ceil(len(data) / _PDF_BYTES_PER_PAGE))
 
 
 def image_size(data: bytes) -> tuple[int, int] | None:
@@ -245,7 +247,7 @@ class TokenEstimator:
 
     def __init__(self, model: ResolvedModel, *, tokenizer: LocalTokenizer | None = None) -> None:
         self.model = model
-        self.family: Family = family_of(model)
+        self.family: _Family = family_of(model)
         self.chars_per_token = chars_per_token(model)
         self.tokenizer = tokenizer
 
@@ -280,13 +282,13 @@ class TokenEstimator:
                 if data is not None:
                     pages = pdf_page_count(data)
                 else:
-                    pages = max(1, math.ceil((size or PDF_BYTES_PER_PAGE) / PDF_BYTES_PER_PAGE))
+                    pages = max(1, math.ceil((size or _PDF_BYTES_PER_PAGE) / _PDF_BYTES_PER_PAGE))
             return pdf_tokens(self.family, int(pages))
         if content_type.startswith(("audio/", "video/")):
             seconds = _asset_meta(part, "durationSeconds") or _asset_meta(part, "duration")
             video = content_type.startswith("video/")
             if not seconds:
-                rate = VIDEO_BYTES_PER_SECOND if video else AUDIO_BYTES_PER_SECOND
+                rate = _VIDEO_BYTES_PER_SECOND if video else _AUDIO_BYTES_PER_SECOND
                 seconds = Decimal(max(1, math.ceil((size or rate) / rate)))
             return video_tokens(seconds) if video else audio_tokens(seconds)
         if data is not None and (
@@ -320,7 +322,7 @@ class TokenEstimator:
             return 0
         total = 0
         for tool in tools:
-            total += PER_TOOL
+            total += _PER_TOOL
             if isinstance(tool, Mapping):
                 total += self.text(json.dumps(tool, default=str, ensure_ascii=False))
             else:
@@ -330,14 +332,14 @@ class TokenEstimator:
                 if schema is not None:
                     total += self.text(json.dumps(schema, default=str, ensure_ascii=False))
         if self.family == "anthropic":
-            total += ANTHROPIC_TOOL_ALLOWANCE
+            total += _ANTHROPIC_TOOL_ALLOWANCE
         return total
 
     def messages(self, messages: Iterable[Any], *, system: str | None = None, tools: Sequence[Any] = ()) -> int:
         """Input tokens of a request: system prompt, every message with its allowance, the reply, the tools."""
-        total = PER_REPLY
+        total = _PER_REPLY
         if system:
-            total += PER_MESSAGE + self.text(system)
+            total += _PER_MESSAGE + self.text(system)
         for message in messages:
             total += self._message_once(message)
         return total + self.tools(tools)
@@ -363,20 +365,20 @@ class TokenEstimator:
 
     def _message(self, message: Any) -> int:
         if isinstance(message, str):
-            return PER_MESSAGE + self.text(message)
+            return _PER_MESSAGE + self.text(message)
         total = 0
         user = getattr(message, "user", None) or ()
         if user:
-            total += PER_MESSAGE + sum(self.part(p) for p in user)
+            total += _PER_MESSAGE + sum(self.part(p) for p in user)
         assistant = getattr(message, "assistant", None) or ()
         tool_calls = getattr(message, "tool_calls", None) or ()
         if assistant or tool_calls:
-            total += PER_MESSAGE + sum(self.part(p) for p in assistant)
+            total += _PER_MESSAGE + sum(self.part(p) for p in assistant)
         for call in tool_calls:
             total += self.text(str(getattr(call, "tool", "") or ""))
             total += self.text(json.dumps(getattr(call, "inputs", None), default=str, ensure_ascii=False))
             result = getattr(call, "result", None) or ()
-            total += PER_MESSAGE + sum(self.part(p) for p in result)
+            total += _PER_MESSAGE + sum(self.part(p) for p in result)
         return total
 
     def count(self, messages: Iterable[Any], *, system: str | None = None, tools: Sequence[Any] = ()) -> TokenCount:
@@ -408,3 +410,6 @@ def context_usage(usage: Usage | None, model: ResolvedModel) -> Decimal | None:
     if usage is None or not window:
         return None
     return Decimal(usage.total_input_tokens) / Decimal(window)
+
+
+_publish("onellm.catalog", LocalTokenizer, TokenCount, TokenEstimator)

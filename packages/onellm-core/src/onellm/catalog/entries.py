@@ -12,6 +12,8 @@ from decimal import Decimal
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from onellm._public import publish as _publish
+
 if TYPE_CHECKING:
     from onellm.catalog.pricing import PriceTable
 
@@ -317,3 +319,6 @@ class ProviderEntry:
     @property
     def extra(self) -> dict[str, Any]:
         return {k: v for k, v in self.data.items() if k not in _PROVIDER_KEYS}
+
+
+_publish("onellm.catalog", ModelEntry, PresetEntry, ProviderEntry, ServiceTier, ThinkingSettings)

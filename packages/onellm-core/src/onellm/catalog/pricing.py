@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from decimal import Context, Decimal, Inexact
 from typing import TYPE_CHECKING, Any
 
+from onellm._public import publish as _publish
 from onellm.catalog._schema import KNOWN_PRICE_COUNTERS, to_decimal
 from onellm.messages import CallWarning, Cost, CostLine, at_price_scale
 
@@ -31,12 +32,14 @@ __all__ = [
     "PriceItem",
     "PriceTable",
     "PriceTier",
+    "price_media",
     "price_usage",
+    "usage_missing",
 ]
 
 DEFAULT_LONG_CONTEXT_THRESHOLD = 200_000
 STALE_AFTER_DAYS = 180
-MILLION = 1_000_000
+_MILLION = 1_000_000
 _ZERO = Decimal(0)
 _ONE = Decimal(1)
 _NEUTRAL_TIERS = frozenset({"standard", "default", "auto"})
@@ -70,9 +73,9 @@ _LABELS = {
 }
 
 
-def default_per(counter: str) -> int:
+def _default_per(counter: str) -> int:
     """1,000,000 for counters ending in `Tokens`, otherwise 1."""
-    return MILLION if counter.endswith("Tokens") else 1
+    return _MILLION if counter.endswith("Tokens") else 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +158,7 @@ class PriceTable:
             if price is None:
                 continue
             per_raw = raw.get("per")
-            per: int | Decimal = default_per(counter) if per_raw is None else _as_quantity(per_raw)
+            per: int | Decimal = _default_per(counter) if per_raw is None else _as_quantity(per_raw)
             when = tuple((str(k), _qualifier(v)) for k, v in (raw.get("when") or {}).items())
             as_of = _date(raw.get("asOf"))
             source = raw.get("source")
@@ -179,7 +182,7 @@ class PriceTable:
         self.until: str | None = None  # set on a past price period: its prices can no longer go stale
         self.free = data.get("free") is True
         self.has_price = bool(self.flat) or bool(self.items) or self.free
-        self._flat_prices = {c: _Price(v, MILLION, None, self.as_of, self.source) for c, v in self.flat.items()}
+        self._flat_prices = {c: _Price(v, _MILLION, None, self.as_of, self.source) for c, v in self.flat.items()}
         # Counters whose price never depends on qualifiers: looked up once, reused for every call.
         self._fixed: dict[str, _Price | None] = {}
         for counter in {*self.flat, *self.items}:
@@ -208,7 +211,7 @@ class PriceTable:
         if flat is not None:
             return flat
         if self.free:
-            return _Price(_ZERO, default_per(counter), "free", self.as_of, self.source)
+            return _Price(_ZERO, _default_per(counter), "free", self.as_of, self.source)
         return None
 
     def in_cache_family(self, counter: str) -> bool:
@@ -613,10 +616,10 @@ def _price_with(
         if long_context:
             if counter == "inputTokens":
                 assert table.long_input is not None
-                unit, per, label = table.long_input, MILLION, "long context"
+                unit, per, label = table.long_input, _MILLION, "long context"
             elif counter == "outputTokens":
                 if table.long_output is not None:
-                    unit, per, label = table.long_output, MILLION, "long context"
+                    unit, per, label = table.long_output, _MILLION, "long context"
             elif cache_scale is not None and table.in_cache_family(counter):
                 unit = _EXACT.multiply(unit, cache_scale)
                 label = "long context"
@@ -660,3 +663,39 @@ def _price_with(
     for line in lines:
         total = _EXACT.add(total, line.amount)
     return Cost(lines=tuple(lines), total=total, warnings=tuple(warnings), priced=priced)
+
+
+_publish("onellm.catalog", PriceTable)
+
+
+# -- media ------------------------------------------------------------------------------------------------------------
+
+
+def usage_missing(model: str) -> CallWarning:
+    """The warning a call gets when its service reported no usage: its cost is unknown, never estimated."""
+    return CallWarning(
+        kind="usage_missing",
+        message=f"{model}: the service reported no usage for this call; its cost is unknown and not estimated",
+        detail={"model": model},
+    )
+
+
+def price_media(
+    resolved: ResolvedModel,
+    usage: Usage | None,
+    operation: str,
+    *,
+    qualifiers: Mapping[str, str] | None = None,
+    at: _dt.date | _dt.datetime | Any | None = None,
+    batch: bool = False,
+) -> tuple[Cost | None, list[CallWarning]]:
+    """The cost of one media call and the warnings pricing raised. Moderation is free (zero); a call without usage
+    has no cost (None, with a `usage_missing` warning) unless the model is free."""
+    if operation == "moderation":
+        return Cost(), []
+    if usage is None:
+        if resolved.entry.price_table_at(_day_of(at) if at is not None else None).free:
+            return Cost(), []
+        return None, [usage_missing(resolved.qualified_name)]
+    cost = resolved.price(usage, qualifiers=qualifiers or None, at=at, batch=batch)
+    return cost, list(cost.warnings)

@@ -16,6 +16,7 @@ from decimal import Decimal
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from onellm._public import publish as _publish
 from onellm.errors import BudgetExceededError, BudgetKind
 
 if TYPE_CHECKING:
@@ -229,3 +230,7 @@ class SpendGuard:
             for cap in all_caps:
                 cap.reserved += amount
         return Reservation(amount, all_caps)
+
+
+_publish("onellm", SpendCap)
+_publish("onellm.catalog", CostEstimate, CostEstimator, Reservation, SpendGuard)

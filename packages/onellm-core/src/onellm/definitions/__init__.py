@@ -9,6 +9,7 @@ key kept. Errors are `onellm.BadDefinitionError` with the file and the 1-based l
 
 from __future__ import annotations
 
+from onellm._public import publish as _publish
 from onellm.definitions._agent import (
     HOOK_POINTS,
     ContextStrategy,
@@ -20,7 +21,7 @@ from onellm.definitions._agent import (
     Thinking,
 )
 from onellm.definitions._common import DefinitionWarning
-from onellm.definitions._decider import CacheOptions, Decider, LlmOptions, Question, decider_name
+from onellm.definitions._decider import CacheOptions, Decider, LlmOptions, Question, decider_name, read_schema
 
 __all__ = [
     "HOOK_POINTS",
@@ -37,4 +38,19 @@ __all__ = [
     "ReferenceCheck",
     "Thinking",
     "decider_name",
+    "read_schema",
 ]
+
+_publish("onellm", Decider, Definition)
+_publish(
+    "onellm.definitions",
+    CacheOptions,
+    ContextStrategy,
+    DefinitionWarning,
+    FlowMetadata,
+    HookEntry,
+    LlmOptions,
+    Question,
+    Reference,
+    Thinking,
+)

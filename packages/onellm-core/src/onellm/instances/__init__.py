@@ -6,6 +6,7 @@ format (`Instance.load`, `loads`, `dumps`, `save`). Stores keep instances betwee
 leases that keep a second runner out.
 """
 
+from onellm._public import publish as _publish
 from onellm.instances._assets import AssetStore, FileAssetStore, MemoryAssetStore
 from onellm.instances._file_store import FileInstanceStore
 from onellm.instances._ids import InvalidInstanceIdError, is_valid_instance_id, new_instance_id, validate_instance_id
@@ -38,3 +39,20 @@ __all__ = [
     "read_header",
     "validate_instance_id",
 ]
+
+_publish("onellm", FileInstanceStore, Instance, InstanceStore, MemoryInstanceStore)
+_publish(
+    "onellm.instances",
+    AskUser,
+    AssetStore,
+    Compaction,
+    FileAssetStore,
+    ForkOrigin,
+    InstanceFailure,
+    InstanceLease,
+    InstanceQuery,
+    InstanceState,
+    InstanceSummary,
+    MemoryAssetStore,
+    PendingApproval,
+)

@@ -5,20 +5,11 @@ from __future__ import annotations
 import re
 import secrets
 
-from onellm.errors import OnellmError
+from onellm.errors import InvalidInstanceIdError
 
 __all__ = ["InvalidInstanceIdError", "is_valid_instance_id", "new_instance_id", "validate_instance_id"]
 
 _ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
-
-
-class InvalidInstanceIdError(OnellmError, ValueError):
-    """An instance id is not 1 to 128 characters of ASCII letters, digits, `-` and `_`."""
-
-    def __init__(self, message: str, *, instance_id: object = None) -> None:
-        super().__init__(message)
-        self.instance_id = instance_id
-        """The value that was refused."""
 
 
 def is_valid_instance_id(value: object) -> bool:

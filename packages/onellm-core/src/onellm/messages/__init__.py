@@ -5,6 +5,8 @@ The file shape and the rules are those of `spec/messages.md`. Every object reads
 `X.from_data(x.to_data()) == x`, and `X.from_data(d).to_data() == d` for data in the spec's shape, key order included.
 """
 
+from onellm._public import publish as _publish
+from onellm.messages._base import plain_data
 from onellm.messages._events import (
     AnnotationEvent,
     Done,
@@ -86,4 +88,42 @@ __all__ = [
     "at_price_scale",
     "format_money",
     "part_from_data",
+    "plain_data",
 ]
+
+_publish(
+    "onellm",
+    Annotation,
+    AnnotationEvent,
+    AssetPart,
+    CallWarning,
+    Cost,
+    CostLine,
+    Done,
+    FileRefPart,
+    HostedToolCallArgumentsDelta,
+    HostedToolCallEnd,
+    HostedToolCallPart,
+    HostedToolCallStart,
+    JsonPart,
+    Message,
+    MessageSource,
+    MessageStart,
+    PartAdded,
+    ProviderPart,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningPart,
+    RefusalDelta,
+    RefusalPart,
+    TextDelta,
+    TextPart,
+    Timestamp,
+    ToolCall,
+    ToolCallArgumentsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    Usage,
+    UsageEvent,
+)
+_publish("onellm.messages", FromPart, MessageAccumulator)

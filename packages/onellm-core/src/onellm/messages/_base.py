@@ -222,3 +222,19 @@ def quantity(value: Any, path: str, key: str = "") -> int | Decimal:
     if isinstance(value, int) and not isinstance(value, bool):
         return int(value)
     return to_decimal(value, path, key)
+
+
+def plain_data(value: Any) -> Any:
+    """A value as plain data for an instance file (run inputs, for example): message parts as their data form, records
+    (msgspec structs, dataclasses) as objects, floats as the decimal they print as."""
+    if isinstance(value, Mapping):
+        return {str(k): plain_data(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain_data(v) for v in value]
+    if isinstance(value, msgspec.Struct) and hasattr(value, "to_data"):
+        return value.to_data()
+    if value is None or isinstance(value, str | bool | int | Decimal):
+        return value
+    if isinstance(value, float):
+        return Decimal(repr(value))
+    return msgspec.to_builtins(value, builtin_types=(Decimal,))

@@ -241,8 +241,10 @@ class MessageAccumulator:
     """Builds a `Message` from stream events.
 
     ```python
+    from onellm.messages import Done, MessageAccumulator, MessageStart, TextDelta
+
     acc = MessageAccumulator()
-    for event in events:
+    for event in [MessageStart(), TextDelta(0, "Hel"), TextDelta(0, "lo"), Done("stop")]:
         acc.add(event)
     message = acc.message()
     ```

@@ -3,9 +3,13 @@
 The key (the argument, else the first of the provider's variables that is set), the base URL (the argument, else the
 SDK-compatible variable, else the vendor's default), the headers, the transport over a client pool, the per-model
 profile a request carries, `aclose`, and the boundary every public call passes: an error that leaves `send`,
-`count_tokens`, `embed` or a batch method has every form of the key removed (`_errors.scrub`), and an answer that
+`count_tokens`, `embed`, `decide`, a batch or a media method has every form of the key removed (`_errors.scrub`), and an answer that
 nests too deeply to read is `MalformedResponseError`, whichever code raised it. A stream holds to the same rule inside
 `EventStream`.
+
+A provider given a deployment (`deployment=`: Azure OpenAI, Amazon Bedrock, Vertex AI) reads no key and no base URL of
+its own: it hands every call it builds to the deployment, which picks the address, signs each attempt and frames the
+stream; its credentials join the secrets removed from every error.
 """
 
 from __future__ import annotations
@@ -17,8 +21,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 
 import msgspec
 
-from onellm.catalog._profile import ModelProfile
-from onellm.errors import AuthError, MalformedResponseError, Secret
+from onellm.catalog import ModelProfile
+from onellm.errors import AuthError, ConfigurationError, MalformedResponseError, Secret
 from onellm.providers._errors import clean
 from onellm.providers._http import (
     MIN_SECRET_LENGTH,
@@ -37,12 +41,25 @@ if TYPE_CHECKING:
     from onellm.messages import CallWarning
     from onellm.providers._request import ChatRequest
     from onellm.providers._retry import RetryPolicy
+    from onellm.providers.deployments import Deployment
 
 __all__ = ["GUARDED_METHODS", "HttpProvider", "path_segment", "pick_base_url", "read_key"]
 
 T = TypeVar("T")
 
-GUARDED_METHODS = ("send", "count_tokens", "embed", "submit_batch", "get_batch", "batch_results")
+GUARDED_METHODS = (
+    "send",
+    "count_tokens",
+    "embed",
+    "submit_batch",
+    "get_batch",
+    "batch_results",
+    "generate_image",
+    "synthesize",
+    "transcribe",
+    "moderate",
+    "decide",
+)
 """The public calls whose errors `HttpProvider` cleans at the boundary (in every subclass that defines them)."""
 
 _ENCODER = msgspec.json.Encoder(decimal_format="number")
@@ -121,11 +138,25 @@ class HttpProvider:
         stream_timeout: float | None = 3600.0,
         stream_idle_timeout: float | None = 600.0,
         environ: Mapping[str, str] | None = None,
+        deployment: Deployment | None = None,
     ) -> None:
         env = environ if environ is not None else os.environ
         self.name = name
-        self._key = read_key(api_key, self.key_variables, env)
-        self.base_url = pick_base_url(base_url, self.base_url_variable, self.default_base_url, env)
+        self._deployment = deployment
+        self.deployment: str | None = deployment.name if deployment is not None else None
+        """Where this provider's requests go: None for the vendor's own API, else `azure`, `bedrock` or `vertex`."""
+        if deployment is not None:
+            deployment.check_provider(self)
+            if base_url or api_key:
+                raise ConfigurationError(
+                    f"{name}: give the base URL and credentials to the deployment, not the provider",
+                    setting="base_url" if base_url else "api_key",
+                )
+            self._key: Secret | None = None
+            self.base_url = deployment.base_url
+        else:
+            self._key = read_key(api_key, self.key_variables, env)
+            self.base_url = pick_base_url(base_url, self.base_url_variable, self.default_base_url, env)
         if not self.base_url:
             raise ValueError(f"{name}: a base URL is required")
         self._transport = HttpTransport(
@@ -140,6 +171,8 @@ class HttpProvider:
         self._headers = Headers({"content-type": "application/json", "accept": "application/json"})
         self._headers.update(headers or {})
         secrets = [self._key] if self._key else []
+        if deployment is not None:
+            secrets.extend(deployment.secrets)
         secrets.extend(
             Secret(v) for k, v in self._headers.items() if len(v) >= MIN_SECRET_LENGTH and is_sensitive_header(k)
         )
@@ -148,7 +181,8 @@ class HttpProvider:
         self._default_profile = ModelProfile(provider=name)
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(name={self.name!r}, base_url={self.base_url!r})"
+        on = f", deployment={self.deployment!r}" if self.deployment else ""
+        return f"{type(self).__name__}(name={self.name!r}, base_url={self.base_url!r}{on})"
 
     # -- what subclasses say ---------------------------------------------------------------------------------------
 
@@ -178,7 +212,19 @@ class HttpProvider:
         **options: Any,
     ) -> HttpCall:
         """A call to `base_url + path`, the key's headers added (a missing required key is `AuthError`, before
-        anything is sent)."""
+        anything is sent). With a deployment, the deployment builds the call for `path` as on the vendor's own API."""
+        if self._deployment is not None:
+            return self._deployment.http_call(
+                self.name,
+                method,
+                path,
+                body,
+                headers=Headers(self._headers),
+                stream=stream,
+                content_type=content_type,
+                secrets=self.secrets,
+                **options,
+            )
         key = self._key
         if not key and self.key_required:
             raise self._missing_key()
@@ -206,7 +252,8 @@ class HttpProvider:
 
     def _events(self, prepare: Callable[[], tuple[HttpCall, list[CallWarning]]], decoder: EventDecoder) -> EventStream:
         """A streamed call: `prepare` builds it when the stream is first read."""
-        return EventStream(self._transport, prepare, decoder, provider=self.name)
+        frames = self._deployment.frames(self.name) if self._deployment is not None else None
+        return EventStream(self._transport, prepare, decoder, provider=self.name, frames=frames)
 
     # -- lifetime --------------------------------------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ import logging
 import sys
 import threading
 import weakref
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -28,6 +28,7 @@ import anyio
 import httpx
 import msgspec
 
+from onellm._public import publish as _publish
 from onellm.clock import Clock, SystemClock
 from onellm.errors import MalformedResponseError, ProviderError, Secret, TransportError
 from onellm.providers._errors import Redactor, error_from_status, scrub
@@ -38,8 +39,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MIN_SECRET_LENGTH",
+    "Authorizer",
     "ClientPool",
     "ErrorDetail",
+    "Grant",
     "HttpCall",
     "HttpTransport",
     "RawExchange",
@@ -145,6 +148,23 @@ def default_error_detail(body: bytes) -> ErrorDetail | None:
     )
 
 
+@dataclass(frozen=True, slots=True, repr=False)
+class Grant:
+    """What authorizes one attempt of a call (a deployment's signature or fresh access token): the headers to add and
+    the secrets they carry, which join the call's secrets so no error shows them."""
+
+    headers: Mapping[str, str]
+    secrets: tuple[Secret, ...] = ()
+
+    def __repr__(self) -> str:
+        return f"Grant(headers={sorted(self.headers)!r})"
+
+
+Authorizer = Callable[["HttpCall", "HttpTransport"], Awaitable[Grant]]
+"""Called before each attempt of a call, with the transport that sends it (whose clock, retries and clients a token
+exchange may use): the `Grant` for that attempt."""
+
+
 @dataclass(slots=True, repr=False)
 class HttpCall:
     """One request to a provider: what to send and how to read a failure. Its repr names the headers without their
@@ -159,6 +179,8 @@ class HttpCall:
     error_detail: Callable[[bytes], ErrorDetail | None] = default_error_detail
     classify: Callable[[ProviderError, ErrorDetail | None], ProviderError] | None = None
     """A codec's last word on a failure, for causes only its provider reports (e.g. a key error sent as a 400)."""
+    authorize: Authorizer | None = None
+    """Signs or authorizes each attempt (a deployment's SigV4 signature or bearer token), just before it is sent."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.headers, Headers):
@@ -179,6 +201,12 @@ class HttpCall:
     def redactor(self) -> Redactor:
         """Removes this call's secrets from text."""
         return Redactor(self.secrets)
+
+    def keep_secrets(self, secrets: tuple[Secret, ...]) -> None:
+        """Add secrets learnt while sending (a fresh token) to those removed from this call's errors."""
+        new = tuple(secret for secret in secrets if secret and secret not in self.secrets)
+        if new:
+            self.secrets = (*self.secrets, *new)
 
 
 # -- clients ---------------------------------------------------------------------------------------------------------
@@ -447,10 +475,24 @@ class HttpTransport:
 
     async def _open(self, call: HttpCall) -> httpx.Response:
         client = self._pool.get()
+        headers = dict(call.headers)
+        if call.authorize is not None:
+            grant = await call.authorize(call, self)
+            call.keep_secrets(
+                (
+                    *grant.secrets,
+                    *(
+                        Secret(value)
+                        for name, value in grant.headers.items()
+                        if len(value) >= MIN_SECRET_LENGTH and is_sensitive_header(name)
+                    ),
+                )
+            )
+            headers.update(grant.headers)
         request = client.build_request(
             call.method,
             call.url,
-            headers=dict(call.headers),
+            headers=headers,
             content=call.body,
             timeout=self._timeout,
         )
@@ -475,7 +517,11 @@ class HttpTransport:
 
     async def _failure(self, call: HttpCall, response: httpx.Response) -> ProviderError:
         status = response.status_code
-        request_id = response.headers.get("x-request-id") or response.headers.get("request-id")
+        request_id = (
+            response.headers.get("x-request-id")
+            or response.headers.get("request-id")
+            or response.headers.get("x-amzn-requestid")
+        )
         if 300 <= status < 400:
             return scrub(  # type: ignore[return-value]
                 ProviderError(
@@ -489,6 +535,10 @@ class HttpTransport:
             )
         body = await self._read_bounded(response)
         detail = call.error_detail(body) if body else None
+        aws_type = response.headers.get("x-amzn-errortype")
+        if aws_type and (detail is None or detail.code is None):
+            # AWS's REST services name the error in a header (`ThrottlingException:http://...`), not the body.
+            detail = ErrorDetail(detail.message if detail else "", aws_type.split(":", 1)[0].strip() or None)
         text = body.decode("utf-8", errors="replace")
         message = (detail.message if detail and detail.message else text.strip()[:500]) or f"HTTP {status}"
         error = error_from_status(
@@ -557,3 +607,6 @@ def decode_json(data: bytes, *, provider: str, what: str = "response") -> Any:
     except RecursionError:
         failure = MalformedResponseError(f"the {what} nests too deeply to be read", provider=provider)
     raise failure
+
+
+_publish("onellm.providers", ClientPool, RawExchange)

@@ -7,11 +7,25 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from onellm._public import publish as _publish
 from onellm.providers._request import ChatRequest, ChatResponse
 
 if TYPE_CHECKING:
-    from onellm.messages import CallWarning, Usage
-    from onellm.messages._events import StreamEvent
+    from onellm.messages import CallWarning, StreamEvent, Usage
+    from onellm.providers._media import (
+        ImageRequest,
+        ImageResponse,
+        ImageStreamEvent,
+        MediaEventStream,
+        ModerationRequest,
+        ModerationResponse,
+        SpeechRequest,
+        SpeechResponse,
+        SpeechStreamEvent,
+        TranscriptionRequest,
+        TranscriptionResponse,
+        TranscriptionStreamEvent,
+    )
 
 __all__ = [
     "BatchProvider",
@@ -20,10 +34,13 @@ __all__ = [
     "EmbeddingRequest",
     "EmbeddingResponse",
     "ImageProvider",
+    "ImageStreamingProvider",
     "ModerationProvider",
     "SpeechProvider",
+    "SpeechStreamingProvider",
     "TokenCountProvider",
     "TranscriptionProvider",
+    "TranscriptionStreamingProvider",
 ]
 
 
@@ -92,27 +109,74 @@ class BatchProvider(Protocol):
 
 @runtime_checkable
 class ImageProvider(Protocol):
+    """Makes images (and edits them when the request carries input images)."""
+
     name: str
 
-    async def generate_image(self, model: str, prompt: str, **options: Any) -> Any: ...
+    async def generate_image(self, request: ImageRequest) -> ImageResponse: ...
+
+
+@runtime_checkable
+class ImageStreamingProvider(Protocol):
+    """Streams an image's partial images, then the whole response."""
+
+    name: str
+
+    def stream_image(self, request: ImageRequest) -> MediaEventStream[ImageStreamEvent]: ...
 
 
 @runtime_checkable
 class SpeechProvider(Protocol):
+    """Text to speech."""
+
     name: str
 
-    async def synthesize(self, model: str, text: str, **options: Any) -> Any: ...
+    async def synthesize(self, request: SpeechRequest) -> SpeechResponse: ...
+
+
+@runtime_checkable
+class SpeechStreamingProvider(Protocol):
+    """Text to speech, the audio streamed as it is made."""
+
+    name: str
+
+    def stream_speech(self, request: SpeechRequest) -> MediaEventStream[SpeechStreamEvent]: ...
 
 
 @runtime_checkable
 class TranscriptionProvider(Protocol):
+    """Speech to text."""
+
     name: str
 
-    async def transcribe(self, model: str, audio: bytes, **options: Any) -> Any: ...
+    async def transcribe(self, request: TranscriptionRequest) -> TranscriptionResponse: ...
+
+
+@runtime_checkable
+class TranscriptionStreamingProvider(Protocol):
+    """Speech to text, the text streamed as it is transcribed."""
+
+    name: str
+
+    def stream_transcription(self, request: TranscriptionRequest) -> MediaEventStream[TranscriptionStreamEvent]: ...
 
 
 @runtime_checkable
 class ModerationProvider(Protocol):
+    """Classifies texts and images as harmful or not."""
+
     name: str
 
-    async def moderate(self, model: str, inputs: Sequence[str], **options: Any) -> Any: ...
+    async def moderate(self, request: ModerationRequest) -> ModerationResponse: ...
+
+
+_publish(
+    "onellm.media",
+    ImageProvider,
+    ImageStreamingProvider,
+    ModerationProvider,
+    SpeechProvider,
+    SpeechStreamingProvider,
+    TranscriptionProvider,
+    TranscriptionStreamingProvider,
+)

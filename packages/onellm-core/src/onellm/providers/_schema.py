@@ -13,30 +13,10 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from onellm.errors import UnsupportedParameterError
+from onellm.schema import KEYWORD_ORDER
 
 __all__ = ["KEYWORD_ORDER", "SchemaConversion", "SchemaRules", "has_map", "ordered", "strict_conversion"]
 
-KEYWORD_ORDER: Final[tuple[str, ...]] = (
-    "type",
-    "format",
-    "description",
-    "enum",
-    "minimum",
-    "maximum",
-    "minLength",
-    "maxLength",
-    "pattern",
-    "contentEncoding",
-    "items",
-    "minItems",
-    "maxItems",
-    "uniqueItems",
-    "properties",
-    "required",
-    "additionalProperties",
-    "default",
-)
-"""The order onellm writes schema keywords in (the tool-schema compiler's order); others follow as given."""
 
 _RANK: Final = {key: rank for rank, key in enumerate(KEYWORD_ORDER)}
 _SUBSCHEMA_LISTS: Final = ("anyOf", "oneOf", "allOf", "prefixItems")

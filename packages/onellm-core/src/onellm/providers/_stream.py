@@ -1,8 +1,9 @@
 """What every codec shares once a stream's events exist: the one reader that turns a streamed HTTP body into stream
 events (`EventStream`), and the `ChatResponse` a finished accumulator describes (whole and streamed calls alike).
 
-`EventStream` is what a provider's `stream()` returns. It reads the body's server-sent events into the codec's
-decoder and hands out the events that decoder makes, and it holds a stream to the rules that keep a broken or hostile
+`EventStream` is what a provider's `stream()` returns. It reads the body's server-sent events (or the frames of a
+deployment's own framing, Bedrock's binary event stream) into the codec's decoder and hands out the events that
+decoder makes, and it holds a stream to the rules that keep a broken or hostile
 stream from passing as an answer:
 
 - a stream ends at its codec's end event; the rest of the body is then read (up to 64 KiB, for up to one second), so
@@ -28,11 +29,12 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import anyio
 
+from onellm._public import publish as _publish
 from onellm.errors import MalformedResponseError, TransportError
-from onellm.messages._events import MessageAccumulator, StreamEvent
+from onellm.messages import MessageAccumulator, StreamEvent
 from onellm.providers._errors import clean
 from onellm.providers._request import ChatResponse, FinishReason
-from onellm.providers._sse import SseDecoder
+from onellm.providers._sse import SseDecoder, SseEvent
 
 if TYPE_CHECKING:
     import httpx
@@ -45,6 +47,7 @@ __all__ = [
     "DRAIN_SECONDS",
     "EventDecoder",
     "EventStream",
+    "FrameReader",
     "collect",
     "collecting_into",
     "feed_each",
@@ -121,6 +124,23 @@ def feed_each(
         if decoder.finished:
             return position + 1
     return stop
+
+
+class FrameReader(Protocol):
+    """What cuts a streamed body into events: the server-sent events reader (`SseDecoder`) unless a deployment frames
+    its stream otherwise (Bedrock's binary event stream)."""
+
+    def feed(self, chunk: bytes) -> list[SseEvent]:
+        """The events the bytes complete."""
+        ...
+
+    def read(self, chunk: bytes) -> tuple[list[bytes], list[str | None] | None]:
+        """The same as `feed`, as the data of each event and their names (None when no event has a name)."""
+        ...
+
+    def close(self) -> list[SseEvent]:
+        """The end of the body: the last events, or `MalformedResponseError` when it ended inside one."""
+        ...
 
 
 def response_from(
@@ -216,6 +236,7 @@ class EventStream:
         decoder: EventDecoder,
         *,
         provider: str,
+        frames: FrameReader | None = None,
     ) -> None:
         self._transport = transport
         self._prepare = prepare
@@ -224,7 +245,7 @@ class EventStream:
         self._call: HttpCall | None = None
         self._response: httpx.Response | None = None
         self._chunks: AsyncIterator[bytes] | None = None
-        self._sse = SseDecoder(provider=provider)
+        self._sse: FrameReader = frames if frames is not None else SseDecoder(provider=provider)
         self._ready: list[StreamEvent] = _NO_EVENTS
         self._position = 0
         feed_batch = getattr(decoder, "feed_batch", None)
@@ -453,3 +474,6 @@ class EventStream:
                     await close()
             if response is not None:
                 await response.aclose()
+
+
+_publish("onellm.providers", collecting_into)

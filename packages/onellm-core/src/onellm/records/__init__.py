@@ -8,6 +8,7 @@ JSON lines back, skipping kinds it does not know and keeping fields it does not 
 
 from __future__ import annotations
 
+from onellm._public import publish as _publish
 from onellm.records._kinds import (
     RECORD_KINDS,
     ApprovalRecord,
@@ -51,3 +52,21 @@ __all__ = [
     "read_records",
     "total_cost",
 ]
+
+_publish("onellm", EventRecordSink, JsonlRecordSink, RecordSinks)
+_publish(
+    "onellm.records",
+    ApprovalRecord,
+    CompactionRecord,
+    ErrorRecord,
+    HookRecord,
+    InferenceRecord,
+    MessageRecord,
+    RawTurnRecord,
+    Record,
+    RecordSink,
+    RecordSinkFailure,
+    RunRecord,
+    TaskCompletionRecord,
+    ToolCallRecord,
+)

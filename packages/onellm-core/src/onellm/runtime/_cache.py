@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-from onellm.providers._request import ChatRequest, ChatResponse
+from onellm.providers import ChatRequest, ChatResponse
 
 __all__ = ["ResultCache", "cache_key", "plain"]
 

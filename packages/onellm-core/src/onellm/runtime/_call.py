@@ -29,11 +29,10 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import anyio
 import msgspec
 
+from onellm._public import publish as _publish
 from onellm.errors import MalformedResponseError, RunCancelledError, StorageError
-from onellm.messages import CallWarning, Cost, Message, Usage
-from onellm.messages._events import MessageAccumulator, StreamEvent, TextDelta
-from onellm.providers._request import ChatRequest, ChatResponse
-from onellm.providers._stream import collecting_into, response_from
+from onellm.messages import CallWarning, Cost, Message, MessageAccumulator, StreamEvent, TextDelta, Usage
+from onellm.providers import ChatRequest, ChatResponse, collecting_into, response_from
 from onellm.runtime._cache import cache_key
 from onellm.runtime._output import parse_output, response_format_for
 from onellm.runtime._results import AskResult
@@ -42,7 +41,7 @@ if TYPE_CHECKING:
     from onellm.catalog import ResolvedModel
     from onellm.catalog.spend import Reservation
     from onellm.instances import Instance, InstanceLease
-    from onellm.providers._http import RawExchange
+    from onellm.providers import RawExchange
     from onellm.records import Record
     from onellm.runtime._services import RuntimeServices
     from onellm.telemetry import CallObserver
@@ -119,7 +118,7 @@ class ModelCall:
         self.request: ChatRequest = RequestAdjuster(model).adjust_request(request)
         self.raw: RawExchange | None = None
         if raw_turns or services.llm_turn_logs:
-            from onellm.providers._http import RawExchange
+            from onellm.providers import RawExchange
 
             self.raw = RawExchange()
         self.reservation: Reservation | None = None
@@ -233,7 +232,7 @@ class ModelCall:
         if self.raw is None:
             yield
             return
-        from onellm.providers._http import capturing_raw_exchange
+        from onellm.providers import capturing_raw_exchange
 
         with capturing_raw_exchange(self.raw):
             yield
@@ -711,3 +710,6 @@ class StreamingAnswer(AsyncIterator[StreamEvent], Generic[T]):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+_publish("onellm.runtime", ModelCall)

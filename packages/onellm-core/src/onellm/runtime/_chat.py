@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack, cast, overload
 
 import anyio
 
@@ -14,7 +14,7 @@ from onellm.runtime._prompt import api_source, check_options, new_message_id, pr
 
 if TYPE_CHECKING:
     from onellm.instances import Instance
-    from onellm.runtime._prompt import Content
+    from onellm.runtime._prompt import Content, RequestOptions
     from onellm.runtime._results import AskResult
     from onellm.runtime._services import RuntimeServices
 
@@ -27,6 +27,8 @@ class ChatSession:
     """A conversation with one model, kept in one instance that is saved `waiting` after every turn.
 
     ```python
+    import onellm
+
     async with onellm.chat("claude-sonnet", system="Be brief.") as chat:
         await chat.ask("Name a prime.")
         await chat.ask("And the next one?")
@@ -93,10 +95,14 @@ class ChatSession:
         )
 
     @overload
-    async def send(self, *content: Content, output: None = None, **options: Any) -> AskResult[Any]: ...
+    async def send(
+        self, *content: Content, output: None = None, **options: Unpack[RequestOptions]
+    ) -> AskResult[Any]: ...
     @overload
-    async def send(self, *content: Content, output: type[T], **options: Any) -> AskResult[T]: ...
-    async def send(self, *content: Content, output: type[T] | None = None, **options: Any) -> AskResult[Any]:
+    async def send(self, *content: Content, output: type[T], **options: Unpack[RequestOptions]) -> AskResult[T]: ...
+    async def send(
+        self, *content: Content, output: type[T] | None = None, **options: Unpack[RequestOptions]
+    ) -> AskResult[Any]:
         """One turn: the answer with its usage and cost.
 
         Raises:
@@ -112,16 +118,25 @@ class ChatSession:
                 call.drop_unsent()
                 raise
 
-    async def ask(self, *content: Content, output: type[T] | None = None, **options: Any) -> Any:
+    @overload
+    async def ask(self, *content: Content, output: None = None, **options: Unpack[RequestOptions]) -> str: ...
+    @overload
+    async def ask(self, *content: Content, output: type[T], **options: Unpack[RequestOptions]) -> T: ...
+    async def ask(self, *content: Content, output: type[T] | None = None, **options: Unpack[RequestOptions]) -> str | T:
         """One turn: the answer's text, or a value of the `output` type."""
-        result = await self.send(*content, output=output, **options)
-        return result.value if output is not None else result.text
+        if output is None:
+            return (await self.send(*content, **options)).text
+        return cast(T, (await self.send(*content, output=output, **options)).value)
 
     @overload
-    def stream(self, *content: Content, output: None = None, **options: Any) -> StreamingAnswer[Any]: ...
+    def stream(
+        self, *content: Content, output: None = None, **options: Unpack[RequestOptions]
+    ) -> StreamingAnswer[Any]: ...
     @overload
-    def stream(self, *content: Content, output: type[T], **options: Any) -> StreamingAnswer[T]: ...
-    def stream(self, *content: Content, output: type[T] | None = None, **options: Any) -> StreamingAnswer[Any]:
+    def stream(self, *content: Content, output: type[T], **options: Unpack[RequestOptions]) -> StreamingAnswer[T]: ...
+    def stream(
+        self, *content: Content, output: type[T] | None = None, **options: Unpack[RequestOptions]
+    ) -> StreamingAnswer[Any]:
         """One streamed turn. Read it to its end (or close it) before the next turn."""
         return StreamingAnswer(lambda: self._call(content, output, options))
 
@@ -141,13 +156,27 @@ class ChatSession:
                     with anyio.CancelScope(shield=True), contextlib.suppress(OSError):
                         await lease.release()
 
-    def ask_sync(self, *content: Content, output: type[T] | None = None, **options: Any) -> Any:
+    @overload
+    def ask_sync(self, *content: Content, output: None = None, **options: Unpack[RequestOptions]) -> str: ...
+    @overload
+    def ask_sync(self, *content: Content, output: type[T], **options: Unpack[RequestOptions]) -> T: ...
+    def ask_sync(self, *content: Content, output: type[T] | None = None, **options: Unpack[RequestOptions]) -> str | T:
         """Blocking form of `ask`, for scripts and notebooks. Not for use inside async code."""
         from onellm.runtime._sync import drive
 
+        if output is None:
+            return drive(self.ask(*content, **options), "chat(...).ask")
         return drive(self.ask(*content, output=output, **options), "chat(...).ask")
 
-    def send_sync(self, *content: Content, output: type[T] | None = None, **options: Any) -> AskResult[Any]:
+    @overload
+    def send_sync(
+        self, *content: Content, output: None = None, **options: Unpack[RequestOptions]
+    ) -> AskResult[Any]: ...
+    @overload
+    def send_sync(self, *content: Content, output: type[T], **options: Unpack[RequestOptions]) -> AskResult[T]: ...
+    def send_sync(
+        self, *content: Content, output: type[T] | None = None, **options: Unpack[RequestOptions]
+    ) -> AskResult[Any]:
         """Blocking form of `send`. Not for use inside async code."""
         from onellm.runtime._sync import drive
 

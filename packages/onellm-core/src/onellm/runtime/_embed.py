@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from onellm.errors import CapabilityMissingError
-from onellm.providers._protocols import EmbeddingRequest
+from onellm.providers import EmbeddingRequest
 
 if TYPE_CHECKING:
     from onellm.runtime._services import RuntimeServices

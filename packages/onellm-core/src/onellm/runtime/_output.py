@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 
 from onellm.errors import MalformedResponseError
-from onellm.providers._request import ResponseFormat
+from onellm.providers import ResponseFormat
 
 __all__ = ["parse_output", "response_format_for"]
 

@@ -5,18 +5,15 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeAlias, TypedDict, get_args
 
-import msgspec
-
-from onellm.messages import MessageSource, TextPart
-
-if TYPE_CHECKING:
-    from onellm.messages import Part
+from onellm.messages import MessageSource, Part, TextPart
+from onellm.providers import CacheOptions, ReasoningOptions, ToolChoice
 
 __all__ = [
     "REQUEST_OPTIONS",
     "Content",
+    "RequestOptions",
     "api_source",
     "check_options",
     "new_message_id",
@@ -24,24 +21,45 @@ __all__ = [
     "runtime_source",
 ]
 
-Content = Any
+Content: TypeAlias = str | Part
 """What a prompt is made of: strings (text) and message parts (`TextPart`, `AssetPart`, ...)."""
 
-REQUEST_OPTIONS = frozenset(
-    {
-        "max_output_tokens",
-        "temperature",
-        "top_p",
-        "stop_sequences",
-        "tool_choice",
-        "reasoning",
-        "cache",
-        "service_tier",
-        "user_id",
-        "extra_parameters",
-    }
-)
-"""The request options the verbs take as keyword arguments (besides `output=` and `system=`)."""
+_PART_TYPES: tuple[type, ...] = get_args(Part)
+
+
+class RequestOptions(TypedDict, total=False):
+    """The request options every verb takes as keyword arguments, besides `system=` and `output=`:
+    `await onellm.ask("gpt-6-luna", "Hi", temperature=0.2, max_output_tokens=200)`.
+
+    Each is optional; one left out (or given as None, where None is allowed) is the model's default. Before a request
+    is sent, the catalog's adjuster strips or clamps what the model does not take; each change is a warning on the
+    result. An unknown option is a `TypeError` naming it.
+    """
+
+    max_output_tokens: int | None
+    """The most tokens the answer may have."""
+    temperature: float | None
+    """Sampling temperature."""
+    top_p: float | None
+    """Nucleus sampling: the probability mass the next token is drawn from."""
+    stop_sequences: list[str]
+    """Texts that end the answer when the model writes them."""
+    tool_choice: ToolChoice | None
+    """Whether the model may, must or must not call a tool, or which one."""
+    reasoning: ReasoningOptions | None
+    """Reasoning effort, token budget and summary."""
+    cache: CacheOptions | None
+    """Prompt caching: a key, a time to live, or caching off."""
+    service_tier: str | None
+    """The provider's service tier, for example `flex` or `priority`."""
+    user_id: str | None
+    """An id for the end user, passed to providers that take one."""
+    extra_parameters: dict[str, Any]
+    """Top-level body fields sent as given, after everything else."""
+
+
+REQUEST_OPTIONS: frozenset[str] = RequestOptions.__optional_keys__
+"""The names of the request options (the keys of `RequestOptions`)."""
 
 
 def prompt_parts(content: Sequence[Content], argument: str = "content") -> list[Part]:
@@ -54,12 +72,8 @@ def prompt_parts(content: Sequence[Content], argument: str = "content") -> list[
     for i, item in enumerate(content):
         if isinstance(item, str):
             parts.append(TextPart(item))
-        elif (
-            isinstance(item, msgspec.Struct)
-            and hasattr(item, "to_data")
-            and type(item).__module__.startswith("onellm.messages")
-        ):
-            parts.append(item)  # type: ignore[arg-type]
+        elif isinstance(item, _PART_TYPES):
+            parts.append(item)
         else:
             raise TypeError(f"{argument}[{i}]: expected a string or a message part, not {type(item).__name__}")
     if not parts:

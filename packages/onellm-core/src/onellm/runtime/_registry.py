@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import httpx
 
     from onellm.catalog import Catalog, ResolvedModel
-    from onellm.providers._http import ClientPool
+    from onellm.providers import ClientPool
 
 __all__ = ["ProviderFactory", "ProviderRegistry"]
 
@@ -92,6 +92,7 @@ _BUILTIN: dict[str, _BuiltinFactory] = {
     "openai-compatible": _compatible,
     "anthropic": _by_import("onellm.providers.anthropic", "AnthropicProvider", "Anthropic"),
     "gemini": _by_import("onellm.providers.gemini", "GeminiProvider", "Gemini"),
+    "typesafe": _by_import("onellm.providers.typesafe", "JevProvider", "TypeSafe Jev"),
 }
 
 
@@ -99,6 +100,10 @@ class ProviderRegistry:
     """Providers by catalog provider name, preset name or protocol.
 
     ```python
+    from onellm import Runtime
+    from onellm.testing import ScriptedProvider
+
+    runtime = Runtime()
     runtime.providers.set("openai", ScriptedProvider("openai"))
     ```
     """
@@ -162,7 +167,7 @@ class ProviderRegistry:
         """The HTTP clients the providers this registry creates share: one per event loop, or the client given."""
         with self._lock:
             if self._pool is None:
-                from onellm.providers._http import ClientPool
+                from onellm.providers import ClientPool
 
                 self._pool = ClientPool(self._http_client)
             return self._pool
@@ -191,7 +196,7 @@ class ProviderRegistry:
         environ = self._environment()
         key: Secret | None = None
         if variable:
-            from onellm.providers._base import read_key
+            from onellm.providers import read_key
 
             key = read_key(None, (variable,), environ)
             if key is None and not model.local:

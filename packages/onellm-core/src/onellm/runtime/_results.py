@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 if TYPE_CHECKING:
     from onellm.instances import Instance
     from onellm.messages import CallWarning, Cost, Message, Usage
-    from onellm.providers._request import FinishReason
+    from onellm.providers import FinishReason
 
 __all__ = ["AskResult", "ScriptResult"]
 

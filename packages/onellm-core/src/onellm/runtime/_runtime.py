@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
+from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack, cast, overload
 
 import anyio
 
@@ -15,16 +16,20 @@ from onellm.errors import StorageError
 from onellm.messages import Message, Timestamp
 from onellm.runtime._cache import ResultCache
 from onellm.runtime._call import ModelCall, StreamingAnswer
-from onellm.runtime._prompt import Content, api_source, check_options, new_message_id, prompt_parts
+from onellm.runtime._media import MediaMethods
+from onellm.runtime._prompt import Content, RequestOptions, api_source, check_options, new_message_id, prompt_parts
 from onellm.runtime._registry import ProviderRegistry
 from onellm.runtime._results import AskResult
 from onellm.runtime._spend import SpendAccount
 
 if TYPE_CHECKING:
+    from onellm.agents import AgentResult, AgentRun, Hooks, HookSource, SyncAgentRun
     from onellm.capabilities import Capabilities
     from onellm.catalog import Catalog, ResolvedModel
     from onellm.clock import Clock
+    from onellm.deciders import DecisionResult, DecisionStats, DecisionSummary
     from onellm.instances import Instance, InstanceLease, InstanceStore
+    from onellm.providers import RetryPolicy
     from onellm.records import Record, RecordSink, RecordSinks
     from onellm.runtime._chat import ChatSession
     from onellm.runtime._results import ScriptResult
@@ -36,13 +41,20 @@ __all__ = ["Content", "Runtime", "StreamingAnswer"]
 T = TypeVar("T")
 
 
-class Runtime:
+class Runtime(MediaMethods):
     """Everything a call needs: the model catalog, the providers, the instance store, record sinks, tools, grants,
-    the clock, spend caps and the optional result cache.
+    the clock, spend caps and the optional result cache. Media calls (`generate_image`, `speak`, `transcribe`,
+    `moderate` and the streamed forms) are in `MediaMethods`.
 
     ```python
+    from decimal import Decimal
+
+    import onellm
+    from onellm import FileInstanceStore, Runtime
+    from onellm.testing import ScriptedProvider
+
     rt = Runtime(store=FileInstanceStore("runs"), spend_cap=Decimal("5"))
-    rt.providers.set("openai", ScriptedProvider("openai"))
+    rt.providers.set("openai", ScriptedProvider("openai").enqueue_text("2, 3 and 5."))
     with onellm.use_runtime(rt):
         print(await onellm.ask("gpt-6-luna", "Name three prime numbers."))
     ```
@@ -101,6 +113,10 @@ class Runtime:
         self._spend = SpendAccount(
             spend_cap=spend_cap, instance_spend_cap=instance_spend_cap, max_cost_per_call=max_cost_per_call
         )
+        self._hooks: Hooks | None = None
+        self.hook_source: HookSource | None = None
+        """Loads the hook files definitions name (`hooks:`); None: the one an installed package offers (onellm-js)."""
+        self._agent_retry: RetryPolicy | None = None
         self._services = _Services(self)
 
     def __repr__(self) -> str:
@@ -185,6 +201,34 @@ class Runtime:
         return tuple(found)
 
     @property
+    def hooks(self) -> Hooks:
+        """The host's agent hooks (see `onellm.agents.Hooks`); they wrap the hooks a definition names."""
+        if self._hooks is None:
+            from onellm.agents import Hooks
+
+            self._hooks = Hooks()
+        return self._hooks
+
+    @property
+    def agent_retry(self) -> RetryPolicy:
+        """How the agent loop retries a model call that failed in a way the provider calls transient, after the
+        provider client's own retries: `RetryPolicy(max_retries=0)` by default (no more tries), honouring
+        `Retry-After`."""
+        if self._agent_retry is None:
+            from onellm.providers import RetryPolicy
+
+            self._agent_retry = RetryPolicy(max_retries=0)
+        return self._agent_retry
+
+    @agent_retry.setter
+    def agent_retry(self, value: RetryPolicy) -> None:
+        from onellm.providers import RetryPolicy
+
+        if not isinstance(value, RetryPolicy):
+            raise TypeError(f"agent_retry: expected a RetryPolicy, not {type(value).__name__}")
+        self._agent_retry = value
+
+    @property
     def services(self) -> RuntimeServices:
         """What the runs this runtime starts use (routing, spend holds, records, saving under a lease, new
         instances, the clock): the plumbing beneath the verbs, for code that builds runs of its own."""
@@ -236,11 +280,21 @@ class Runtime:
     # -------------------------------------------------------------------------------------------------- verbs
     @overload
     async def generate(
-        self, model: str, *content: Content, system: str | None = None, output: None = None, **options: Any
+        self,
+        model: str,
+        *content: Content,
+        system: str | None = None,
+        output: None = None,
+        **options: Unpack[RequestOptions],
     ) -> AskResult[Any]: ...
     @overload
     async def generate(
-        self, model: str, *content: Content, system: str | None = None, output: type[T], **options: Any
+        self,
+        model: str,
+        *content: Content,
+        system: str | None = None,
+        output: type[T],
+        **options: Unpack[RequestOptions],
     ) -> AskResult[T]: ...
     async def generate(
         self,
@@ -248,7 +302,7 @@ class Runtime:
         *content: Content,
         system: str | None = None,
         output: type[T] | None = None,
-        **options: Any,
+        **options: Unpack[RequestOptions],
     ) -> AskResult[Any]:
         """One call: the answer with its usage, cost, warnings, saved instance and finish reason.
 
@@ -259,29 +313,68 @@ class Runtime:
         call = self._single_call(model, content, system, output, options)
         return await call.whole()
 
+    @overload
     async def ask(
-        self, model: str, *content: Content, system: str | None = None, output: type[T] | None = None, **options: Any
-    ) -> Any:
+        self,
+        model: str,
+        *content: Content,
+        system: str | None = None,
+        output: None = None,
+        **options: Unpack[RequestOptions],
+    ) -> str: ...
+    @overload
+    async def ask(
+        self,
+        model: str,
+        *content: Content,
+        system: str | None = None,
+        output: type[T],
+        **options: Unpack[RequestOptions],
+    ) -> T: ...
+    async def ask(
+        self,
+        model: str,
+        *content: Content,
+        system: str | None = None,
+        output: type[T] | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> str | T:
         """The answer's text, or a value of the `output` type."""
-        result = await self.generate(model, *content, system=system, output=output, **options)
-        return result.value if output is not None else result.text
+        if output is None:
+            return (await self.generate(model, *content, system=system, **options)).text
+        return cast(T, (await self.generate(model, *content, system=system, output=output, **options)).value)
 
     @overload
     def stream(
-        self, model: str, *content: Content, system: str | None = None, output: None = None, **options: Any
+        self,
+        model: str,
+        *content: Content,
+        system: str | None = None,
+        output: None = None,
+        **options: Unpack[RequestOptions],
     ) -> StreamingAnswer[Any]: ...
     @overload
     def stream(
-        self, model: str, *content: Content, system: str | None = None, output: type[T], **options: Any
+        self,
+        model: str,
+        *content: Content,
+        system: str | None = None,
+        output: type[T],
+        **options: Unpack[RequestOptions],
     ) -> StreamingAnswer[T]: ...
     def stream(
-        self, model: str, *content: Content, system: str | None = None, output: type[T] | None = None, **options: Any
+        self,
+        model: str,
+        *content: Content,
+        system: str | None = None,
+        output: type[T] | None = None,
+        **options: Unpack[RequestOptions],
     ) -> StreamingAnswer[Any]:
         """A streamed call: iterate its events as they arrive, then `await answer.result()`."""
         return StreamingAnswer(lambda: self._single_call(model, content, system, output, options))
 
     async def stream_text(
-        self, model: str, *content: Content, system: str | None = None, **options: Any
+        self, model: str, *content: Content, system: str | None = None, **options: Unpack[RequestOptions]
     ) -> AsyncIterator[str]:
         """The answer's text, piece by piece."""
         answer: StreamingAnswer[Any] = self.stream(model, *content, system=system, **options)
@@ -302,7 +395,12 @@ class Runtime:
         return await _embed(self._services, model, text, dimensions=dimensions)
 
     def chat(
-        self, model: str, *, system: str | None = None, instance: Instance | None = None, **options: Any
+        self,
+        model: str,
+        *,
+        system: str | None = None,
+        instance: Instance | None = None,
+        **options: Unpack[RequestOptions],
     ) -> ChatSession:
         """A conversation kept in one instance (`waiting` between turns)."""
         from onellm.runtime._chat import ChatSession
@@ -313,12 +411,199 @@ class Runtime:
         self,
         path: str | os.PathLike[str],
         inputs: Mapping[str, Any] | None = None,
-        **options: Any,
+        *,
+        model: str | None = None,
     ) -> ScriptResult:
-        """Run a `.flow` or an agent definition as a script: its prompts rendered in order, one call per user prompt."""
+        """Run a `.flow` or an agent definition as a script: its prompts rendered in order, one call per user prompt.
+        `model=` overrides the definition's model."""
         from onellm.runtime._script import run_script as _run
 
-        return await _run(self._services, path, inputs or {}, **options)
+        return await _run(self._services, path, inputs or {}, model=model)
+
+    # ------------------------------------------------------------------------------------------------- deciders
+    async def decide(
+        self,
+        decider: Any,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        output: Any = None,
+        origin: str = "api",
+        model: str | None = None,
+        caller_instance_id: str | None = None,
+    ) -> DecisionResult[Any]:
+        """Run a decider: a folder holding `decider.yaml`, the file, a `Decider`, or a class decorated with
+        `@decider_logic`. See `onellm.decide` (`docs/deciders.md`); `caller_instance_id` links the run to the
+        instance that asked (a tool call's run)."""
+        from onellm.deciders import run_decision
+
+        return await run_decision(
+            self._services,
+            decider,
+            inputs,
+            output=output,
+            origin=origin,
+            model=model,
+            caller_instance_id=caller_instance_id,
+        )
+
+    async def replay_decision(
+        self, instance_id: str, *, model: str | None = None, origin: str = "replay"
+    ) -> DecisionResult[Any]:
+        """Ask a stored decider run's inputs again as a new instance, optionally on another model.
+
+        Raises:
+            LookupError: no decider run has this id.
+        """
+        from onellm.deciders import replay_decision
+
+        return await replay_decision(self._services, instance_id, model=model, origin=origin)
+
+    async def get_decision(self, instance_id: str) -> DecisionResult[Any] | None:
+        """A stored decider run as a `DecisionResult`; None when there is none with this id."""
+        from onellm.deciders import get_decision
+
+        return await get_decision(self._services, instance_id)
+
+    async def list_decisions(
+        self,
+        *,
+        decider: str | None = None,
+        origin: str | None = None,
+        state: str | None = None,
+        since: datetime | None = None,
+        limit: int | None = None,
+    ) -> list[DecisionSummary]:
+        """Stored decider runs, newest first, filtered by decider name, origin, state and time."""
+        from onellm.deciders import list_decisions
+
+        return await list_decisions(
+            self._services, decider=decider, origin=origin, state=state, since=since, limit=limit
+        )
+
+    async def decision_stats(
+        self,
+        *,
+        decider: str | None = None,
+        exclude_origins: Sequence[str] = ("replay", "eval"),
+        since: datetime | None = None,
+    ) -> DecisionStats:
+        """Statistics over stored decider runs, leaving out the origins in `exclude_origins`."""
+        from onellm.deciders import decision_stats
+
+        return await decision_stats(self._services, decider=decider, exclude_origins=exclude_origins, since=since)
+
+    # -------------------------------------------------------------------------------------------------- agents
+    async def run_agent(
+        self,
+        definition: Any,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        prompt: Any = None,
+        **options: Any,
+    ) -> AgentResult[Any]:
+        """Run an agent to rest and return how it ended (`completed`, `waiting`, `waiting_for_approval`,
+        `max_iterations`), with its result, text, usage, cost and saved instance. See `start_agent` for the
+        arguments and `AgentRun.result` for the errors."""
+        run = await self.start_agent(definition, inputs, prompt=prompt, **options)
+        return await run.result()
+
+    async def start_agent(
+        self,
+        definition: Any,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        prompt: Any = None,
+        **options: Any,
+    ) -> AgentRun[Any]:
+        """A new agent instance as an `AgentRun`: drive it with `result()` or `events()`, steer it with `message()`,
+        decide held calls with `approve()` and `deny()`.
+
+        Args:
+            definition: A path to an agent definition (`.yaml`), a folder holding `agent.yaml`, or a `Definition`.
+            inputs: Input values, merged over the definition's `inputs`.
+            prompt: The task: text or parts, added as a user message after the initial prompts.
+            **options: `model` (instead of the definition's), `strict` (default True: an unknown or ungranted tool
+                fails; False drops it with a warning), `output` (the type of the `task_complete` result),
+                `max_iterations` (instead of the definition's, default 200), `capabilities` (narrows the grants).
+
+        Raises:
+            BadDefinitionError: the definition cannot be read, names a tool that is not registered or not granted
+                (strict), or has nothing to send.
+            ModelNotFoundError, AuthError, CapabilityMissingError: the model cannot be served.
+        """
+        from onellm.agents import start_agent_run
+
+        return await start_agent_run(self._services, definition, inputs, prompt=prompt, runtime=self, **options)
+
+    async def get_agent(self, instance_id: str, **options: Any) -> AgentRun[Any]:
+        """A saved agent instance as an `AgentRun`, also in a new process after a restart: approve or deny its held
+        calls, message it, or `result()` to go on with it.
+
+        Raises:
+            InstanceNotFoundError: the store has no such instance.
+            BadDefinitionError: the file is not a valid instance, or is in a state no run leaves it in.
+        """
+        from onellm.agents import load_agent_run
+
+        return await load_agent_run(self._services, instance_id, runtime=self, **options)
+
+    async def approve(self, instance_id: str, tool_call_id: str | None = None) -> AgentRun[Any]:
+        """Approve a held call of a saved instance (every held call when `tool_call_id` is None) and return the
+        instance's `AgentRun`; `await run.result()` goes on with it."""
+        run = await self.get_agent(instance_id)
+        await run.approve(tool_call_id)
+        return run
+
+    async def deny(
+        self, instance_id: str, tool_call_id: str | None = None, *, reason: str | None = None
+    ) -> AgentRun[Any]:
+        """Deny a held call of a saved instance (every held call when `tool_call_id` is None) and return the
+        instance's `AgentRun`."""
+        run = await self.get_agent(instance_id)
+        await run.deny(tool_call_id, reason=reason)
+        return run
+
+    async def fork(self, instance_id: str, *, through: str | None = None, new_id: str | None = None) -> Instance:
+        """Copy a saved instance under a new id, its conversation up to and including the message `through` (all of
+        it when None), and save the copy: it starts stopped, with no pending approvals; `get_agent(copy.id)` runs on
+        from there.
+
+        Raises:
+            InstanceNotFoundError: no such instance, or no such message in it.
+        """
+        from onellm.agents import fork_instance
+
+        return await fork_instance(self._services, instance_id, through=through, new_id=new_id)
+
+    async def duplicate(self, instance_id: str, *, new_id: str | None = None) -> Instance:
+        """A saved copy of the whole conversation (a fork through the last message)."""
+        from onellm.agents import duplicate_instance
+
+        return await duplicate_instance(self._services, instance_id, new_id=new_id)
+
+    def run_agent_sync(
+        self, definition: Any, inputs: Mapping[str, Any] | None = None, *, prompt: Any = None, **options: Any
+    ) -> AgentResult[Any]:
+        """Blocking form of `run_agent`. Not for use inside async code."""
+        from onellm.runtime._sync import drive
+
+        return drive(self.run_agent(definition, inputs, prompt=prompt, **options), "run_agent")
+
+    def start_agent_sync(
+        self, definition: Any, inputs: Mapping[str, Any] | None = None, *, prompt: Any = None, **options: Any
+    ) -> SyncAgentRun[Any]:
+        """Blocking form of `start_agent`. Not for use inside async code."""
+        from onellm.agents import SyncAgentRun
+        from onellm.runtime._sync import drive
+
+        return SyncAgentRun(drive(self.start_agent(definition, inputs, prompt=prompt, **options), "start_agent"))
+
+    def get_agent_sync(self, instance_id: str, **options: Any) -> SyncAgentRun[Any]:
+        """Blocking form of `get_agent`. Not for use inside async code."""
+        from onellm.agents import SyncAgentRun
+        from onellm.runtime._sync import drive
+
+        return SyncAgentRun(drive(self.get_agent(instance_id, **options), "get_agent"))
 
     def _single_call(
         self, model: str, content: Sequence[Content], system: str | None, output: Any, options: Mapping[str, Any]
@@ -409,6 +694,18 @@ class _Services:
     def recording(self) -> bool:
         return len(self._runtime.records) > 0
 
+    @property
+    def hooks(self) -> Hooks | None:
+        return self._runtime._hooks
+
+    @property
+    def hook_source(self) -> HookSource | None:
+        return self._runtime.hook_source
+
+    @property
+    def agent_retry(self) -> RetryPolicy | None:
+        return self._runtime._agent_retry
+
     def route(self, model: str) -> tuple[ResolvedModel, Any]:
         if not isinstance(model, str) or not model:
             raise TypeError("model: expected a model name such as 'gpt-6-luna' or 'openai:gpt-6-luna'")
@@ -423,8 +720,7 @@ class _Services:
     def new_instance(
         self, model: ResolvedModel, requested: str, system: str | None, *, started: Timestamp | None = None
     ) -> Instance:
-        from onellm.instances import Instance
-        from onellm.instances._ids import new_instance_id
+        from onellm.instances import Instance, new_instance_id
 
         return Instance(
             id=new_instance_id(),

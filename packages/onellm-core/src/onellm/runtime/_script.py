@@ -9,16 +9,15 @@ import platform
 import socket
 import tempfile
 from collections.abc import Mapping
-from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, cast, get_args
 
 import anyio
 import msgspec
 
 from onellm.errors import BadDefinitionError, RunCancelledError, StorageError
-from onellm.messages import CallWarning, Cost, FromPart, Message, Part, TextPart, part_from_data
-from onellm.providers._request import ResponseFormat
+from onellm.messages import CallWarning, Cost, FromPart, Message, Part, TextPart, part_from_data, plain_data
+from onellm.providers import ResponseFormat
 from onellm.runtime._call import ModelCall
 from onellm.runtime._prompt import api_source, new_message_id, runtime_source
 from onellm.runtime._results import AskResult, ScriptResult
@@ -30,7 +29,12 @@ if TYPE_CHECKING:
     from onellm.runtime._services import RuntimeServices
     from onellm.templating import MissingKey
 
-__all__ = ["run_script", "template_scope"]
+__all__ = [
+    "expand_from_part",
+    "run_script",
+    "template_scope",
+    "when_holds",
+]
 
 _FALSE = frozenset({"", "false", "0", "no", "off"})
 
@@ -80,7 +84,7 @@ def template_scope(services: RuntimeServices, definition: Definition, inputs: Ma
     }
 
 
-def _expand(part: FromPart, scope: Mapping[str, Any], file: str, where: str) -> list[Part]:
+def expand_from_part(part: FromPart, scope: Mapping[str, Any], file: str, where: str) -> list[Part]:
     """A `from: <path>` part: one part per element of the list the template data holds at that path."""
     value: Any = scope
     for key in part.path.split("."):
@@ -95,7 +99,7 @@ def _expand(part: FromPart, scope: Mapping[str, Any], file: str, where: str) -> 
     for i, item in enumerate(value):
         if isinstance(item, str):
             parts.append(TextPart(item))
-        elif isinstance(item, msgspec.Struct) and type(item).__module__.startswith("onellm.messages"):
+        elif isinstance(item, get_args(Part)):
             parts.append(cast(Part, item))
         elif isinstance(item, Mapping):
             parts.append(part_from_data(item, f"{part.path}[{i}]"))
@@ -108,22 +112,9 @@ def _expand(part: FromPart, scope: Mapping[str, Any], file: str, where: str) -> 
     return parts
 
 
-def _plain(value: Any) -> Any:
-    """Inputs as plain data for the instance file: message parts as their data form, records as objects."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, msgspec.Struct) and hasattr(value, "to_data"):
-        return value.to_data()
-    if value is None or isinstance(value, str | bool | int | Decimal):
-        return value
-    if isinstance(value, float):
-        return Decimal(repr(value))
-    return msgspec.to_builtins(value, builtin_types=(Decimal,))
-
-
-def _runs(when: str | None, render: Any) -> bool:
+def when_holds(when: str | None, render: Any) -> bool:
+    """Whether a `when` template lets its message or call run: not when it renders empty, `false`, `0`, `no` or
+    `off` (trimmed, any case); a `when` that fails to render counts as true."""
     if when is None:
         return True
     try:
@@ -142,7 +133,7 @@ def _load(path: str | os.PathLike[str]) -> tuple[Definition, Path]:
 
 
 async def run_script(
-    services: RuntimeServices, path: str | os.PathLike[str], inputs: Mapping[str, Any], **options: Any
+    services: RuntimeServices, path: str | os.PathLike[str], inputs: Mapping[str, Any], *, model: str | None = None
 ) -> ScriptResult:
     """Run a definition as a script: one run on one instance, holding its lease throughout, one model call per user
     prompt. The `run` records open and close it; a turn that fails leaves the instance in `error`."""
@@ -150,10 +141,7 @@ async def run_script(
     from onellm.templating import render as render_template
 
     definition, folder = await anyio.to_thread.run_sync(_load, path)
-    for key in options:
-        if key != "model":
-            raise TypeError(f"run_script: unknown option {key!r} (it takes inputs= and model=)")
-    model_name = options.get("model") or definition.model
+    model_name = model or definition.model
     if not model_name:
         raise TypeError(f"{path}: the definition names no model; pass model=")
     resolved, provider = services.route(model_name)
@@ -180,7 +168,7 @@ async def run_script(
     instance = services.new_instance(resolved, model_name, definition.system_prompt)
     instance.agent_definition = str(path)
     instance.name = definition.name
-    instance.inputs = _plain(dict(scope["inputs"])) or None
+    instance.inputs = plain_data(dict(scope["inputs"])) or None
     instance.invocation_mode = definition.invocation_mode
     if system is not None:
         instance.rendered_system_prompt = system
@@ -201,7 +189,7 @@ async def run_script(
     try:
         await run.record(run.event("started", "running"))
         for index, prompt in enumerate(prompts):
-            if not _runs(prompt.when, render):
+            if not when_holds(prompt.when, render):
                 continue
             if not prompt.user:
                 answer = [
@@ -220,7 +208,9 @@ async def run_script(
                 if isinstance(p, TextPart):
                     user.append(TextPart(render(p.text, f"initialPrompts[{index}]")))
                 elif isinstance(p, FromPart):
-                    user.extend(_expand(p, scope, definition.file or str(path), f"initialPrompts[{index}].user[{n}]"))
+                    user.extend(
+                        expand_from_part(p, scope, definition.file or str(path), f"initialPrompts[{index}].user[{n}]")
+                    )
                 else:
                     user.append(p)
             turn = Message(id=new_message_id(), user=user, date_time=services.now(), source=api_source())

@@ -6,6 +6,7 @@ hand in its own. Everything here is plumbing a user of the verbs never needs.
 
 How a run uses it, from the single call to the agent loop (many model and tool calls on one instance, saved per turn):
 
+<!-- skip: next "an outline: the elided steps are the model calls of the run that uses the services" -->
 ```python
 model, provider = services.route("claude-sonnet")         # resolved model and the provider that serves it
 instance = services.new_instance(model, "claude-sonnet", system)
@@ -21,8 +22,9 @@ finally:
 
 Spend is held through `services.spend` (`reserve` before a call is sent, then the reservation's `commit(actual)` or
 `release()` on every path), records go through `record` (a failing sink never fails a run), and `save` moves a turn's
-inline assets to the store's asset store and saves shielded from cancellation. Hook points join this protocol with
-the agent loop; tools, grants and the clock are here already.
+inline assets to the store's asset store and saves shielded from cancellation. The agent loop adds three: the host's
+`hooks` (None when none were ever registered, so a run without hooks builds nothing for them), the `hook_source` that
+loads a definition's hook files, and `agent_retry` for model calls the provider calls transient.
 """
 
 from __future__ import annotations
@@ -32,11 +34,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from onellm.agents import Hooks, HookSource
     from onellm.capabilities import Capabilities
     from onellm.catalog import Catalog, ResolvedModel
     from onellm.clock import Clock
     from onellm.instances import Instance, InstanceLease, InstanceStore
     from onellm.messages import Timestamp
+    from onellm.providers import RetryPolicy
     from onellm.records import Record
     from onellm.runtime._cache import ResultCache
     from onellm.runtime._spend import SpendAccount
@@ -112,6 +116,21 @@ class RuntimeServices(Protocol):
     @property
     def recording(self) -> bool:
         """True when at least one record sink is listening (build records only then)."""
+        ...
+
+    @property
+    def hooks(self) -> Hooks | None:
+        """The host's agent hooks, or None when none were registered."""
+        ...
+
+    @property
+    def hook_source(self) -> HookSource | None:
+        """What loads a definition's hook files (None: the one an installed package offers, if any)."""
+        ...
+
+    @property
+    def agent_retry(self) -> RetryPolicy | None:
+        """How the agent loop retries a transient model failure (None: not at all)."""
         ...
 
     def route(self, model: str) -> tuple[ResolvedModel, Any]:

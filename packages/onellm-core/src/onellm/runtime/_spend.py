@@ -1,7 +1,8 @@
 """Spend reservation: the runtime's three caps (whole runtime, one instance, one call) and the holds calls in flight
 take on them.
 
-A call reserves its worst case before it is sent (`reserve`, `reserve_embeddings`) and then settles the reservation:
+A call reserves its worst case before it is sent (`reserve`, `reserve_embeddings`, `reserve_estimate`) and then
+settles the reservation:
 `commit(actual)` once the answer is priced, `release()` on every path that paid nothing (a provider error, a
 cancellation before the answer). With no cap set nothing is estimated and `reserve` returns None.
 """
@@ -17,9 +18,9 @@ from onellm.errors import BudgetKind
 
 if TYPE_CHECKING:
     from onellm.catalog import ResolvedModel
-    from onellm.catalog.spend import Reservation, SpendCap, SpendGuard
+    from onellm.catalog.spend import CostEstimate, Reservation, SpendCap, SpendGuard
     from onellm.instances import Instance
-    from onellm.providers._request import ChatRequest
+    from onellm.providers import ChatRequest
 
 __all__ = ["SpendAccount", "money"]
 
@@ -172,6 +173,20 @@ class SpendAccount:
         estimator = TokenEstimator(model)
         tokens = sum(estimator.text(item) for item in inputs)
         return guard.reserve(CostEstimator(model).estimate(tokens, max_output_tokens=0))
+
+    def reserve_estimate(
+        self, estimate: CostEstimate | Decimal | None, *, reason: str | None = None
+    ) -> Reservation | None:
+        """Hold a worst case worked out by the caller (a media call's); None is an unknown worst case, which a cap
+        refuses with `reason` (None when no cap is set).
+
+        Raises:
+            BudgetExceededError: the call could pass a cap, or a cap is set and the worst case is unknown.
+        """
+        guard = self._spend_guard()
+        if guard is None:
+            return None
+        return guard.reserve(estimate, reason=reason)
 
     def forget(self, instance: Instance) -> None:
         """Drop the instance's cap (it is built again from the instance's messages when next needed)."""

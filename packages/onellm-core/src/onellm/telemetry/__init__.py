@@ -6,6 +6,7 @@ tool arguments is recorded. Without an SDK configured a model call costs one che
 
 from __future__ import annotations
 
+from onellm._public import publish as _publish
 from onellm.telemetry._genai import (
     DURATION_METRIC,
     INSTRUMENTATION_NAME,
@@ -27,3 +28,5 @@ __all__ = [
     "provider_system_name",
     "start_model_call",
 ]
+
+_publish("onellm.telemetry", ModelCallSpan)

@@ -5,6 +5,7 @@ many times. Errors are `TemplateError` with a kind (`parse`, `execute`, `embed`,
 line, column and byte offset. See `docs/templating.md`.
 """
 
+from onellm._public import publish as _publish
 from onellm.errors import TemplateError
 from onellm.templating._template import (
     Embedded,
@@ -26,3 +27,5 @@ __all__ = [
     "TemplateError",
     "render",
 ]
+
+_publish("onellm.templating", EmbedSource, Embedded, FileEmbedSource, PromptEmbedSource, Template)

@@ -78,9 +78,15 @@ def disk_fault(fault: str) -> Iterator[FaultyOs]:
     """Within the block, onellm's file work meets a full (`"full"`) or read-only (`"read-only"`) disk.
 
     ```python
-    with onellm.testing.disk_fault("full"):
+    import pytest
+
+    import onellm
+    from onellm.testing import disk_fault
+
+    store = onellm.FileInstanceStore("runs")
+    with disk_fault("full"):
         with pytest.raises(onellm.StorageError):
-            await store.save(instance)
+            await store.save(onellm.Instance(id="case-1", model="openai:gpt-6-luna"))
     ```
 
     The value bound by `as` counts the failures it caused (`failures`).

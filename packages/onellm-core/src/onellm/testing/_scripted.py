@@ -5,10 +5,13 @@ are priced as real calls would be; nothing leaves the process. Each request take
 answer (`send`) is built from the same events a streamed answer (`stream`) yields, so the two give equal messages.
 
 ```python
+from onellm import Runtime
+from onellm.testing import ScriptedProvider, ScriptStep
+
 openai = ScriptedProvider("openai").enqueue(ScriptStep.text_with_usage("2, 3 and 5.", 13, 7))
 runtime = Runtime()
 runtime.providers.set("openai", openai)
-...
+assert await runtime.ask("gpt-6-luna", "Name three prime numbers.") == "2, 3 and 5."
 openai.assert_complete()
 ```
 """
@@ -27,8 +30,7 @@ import anyio
 import msgspec
 
 from onellm.errors import ProviderError
-from onellm.messages import Usage
-from onellm.messages._events import (
+from onellm.messages import (
     Done,
     MessageStart,
     StreamEvent,
@@ -36,11 +38,17 @@ from onellm.messages._events import (
     ToolCallArgumentsDelta,
     ToolCallEnd,
     ToolCallStart,
+    Usage,
     UsageEvent,
 )
-from onellm.providers._protocols import EmbeddingRequest, EmbeddingResponse
-from onellm.providers._request import ChatRequest, ChatResponse
-from onellm.providers._stream import response_from, whole_answer_accumulator
+from onellm.providers import (
+    ChatRequest,
+    ChatResponse,
+    EmbeddingRequest,
+    EmbeddingResponse,
+    response_from,
+    whole_answer_accumulator,
+)
 
 if TYPE_CHECKING:
     from onellm.clock import Clock

@@ -84,7 +84,7 @@ RUN_LINES: tuple[bytes, ...] = (
 )
 """A run's records as JSON lines, in the order a sink receives them."""
 
-RUN_COST = Decimal("0.0050750") + Decimal("0.001") + Decimal("0.00176425")
+_RUN_COST = Decimal("0.0050750") + Decimal("0.001") + Decimal("0.00176425")
 """What `RUN_LINES` spent: two inference records and one tool call (the compaction's cost is not added)."""
 
 
@@ -296,7 +296,7 @@ class RecordSinkConformance:
     async def test_cost_sums_inference_and_tool_calls_but_not_compactions(self, sink: RecordSink) -> None:
         for record in run_records():
             await sink.write(record)
-        assert await self.cost(sink, "inst-clerk-1") == RUN_COST == Decimal("0.00783925")
+        assert await self.cost(sink, "inst-clerk-1") == _RUN_COST == Decimal("0.00783925")
 
     @pytest.mark.anyio
     async def test_cost_is_exact_decimal_money(self, sink: RecordSink) -> None:

@@ -6,6 +6,7 @@ The type-to-schema compiler is `onellm.schema`; its public names (`compile_type`
 ...) are also importable from here.
 """
 
+from onellm._public import publish as _publish
 from onellm.schema import ArgumentError, JsonType, compile_type, json_schema_for, to_json_value
 from onellm.tools._provider_schemas import (
     SchemaConversion,
@@ -40,3 +41,6 @@ __all__ = [
     "to_parts",
     "tool",
 ]
+
+_publish("onellm", Tool, ToolContext, ToolResult)
+_publish("onellm.tools", ResolvedReferences, ToolReferenceResolver, ToolRegistry)

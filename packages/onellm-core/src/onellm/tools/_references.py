@@ -15,6 +15,9 @@ lenient mode the entry is dropped with a warning; for a group the warning says t
 tools that are granted are still taken one by one. An entry with `required: false` is dropped with a warning in either
 mode.
 
+The agent loop's own `task_complete` is always found: a registry that has no tool of that name registers the core one
+the first time a reference names it (a host may register its own under the name instead).
+
 Installed distributions offer tools through the `onellm.tools` entry-point group: the entry's name is the tool's name,
 its object a `Tool` or a callable that takes no arguments and returns one. A registry looks a name up there when no
 registered tool has it, and registers what it finds (onellm-web offers `fetch_webpage_markdown` this way). A reference
@@ -74,6 +77,15 @@ class _PackageMissingError(BadDefinitionError, CapabilityMissingError):
         self.package = package
         """The distribution to install, for example `onellm-web`."""
         super().__init__(message, **where)
+
+
+def _core_tool(name: str) -> Tool[..., Any] | None:
+    """A tool the agent loop itself provides under `name` (`task_complete`), or None."""
+    if name != "task_complete":
+        return None
+    from onellm.tools.builtin.agent import task_complete_tool
+
+    return task_complete_tool()
 
 
 def _entry_points(name: str) -> list[Any]:
@@ -172,8 +184,9 @@ class ToolRegistry:
         return self._groups.get(name)
 
     def find(self, reference: str) -> Tool[..., Any] | None:
-        """A tool by its name, or by the last path segment of a source path (`-` read as `_`); then, when `installed`
-        is on, a tool an installed distribution offers under that name, which is registered here.
+        """A tool by its name, or by the last path segment of a source path (`-` read as `_`); then the agent loop's
+        `task_complete`; then, when `installed` is on, a tool an installed distribution offers under that name. A tool
+        found in one of the last two ways is registered here.
 
         Raises:
             CapabilityMissingError: An installed distribution offers the name but its tool cannot be loaded.
@@ -185,9 +198,15 @@ class ToolRegistry:
         if last.endswith((".yaml", ".yml", ".js", ".json")):
             last = last.rsplit(".", 1)[0]
         found = self._tools.get(last) or self._tools.get(_normalise(last))
-        if found is not None or not self.installed:
+        if found is not None:
             return found
         name = _normalise(last)
+        core = _core_tool(name)
+        if core is not None:
+            self.add(core)
+            return core
+        if not self.installed:
+            return None
         made = _installed_tool(name) if name else None
         if made is not None:
             self.add(made)

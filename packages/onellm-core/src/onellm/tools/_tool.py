@@ -207,10 +207,13 @@ def _returns_parts_or_text(annotation: Any) -> bool:
     if annotation in (None, type(None), str, Any, inspect.Signature.empty, ToolResult):
         return True
     origin = typing.get_origin(annotation)
-    if origin in (list, tuple, Sequence) or origin is typing.Union:
+    if origin in (list, tuple, Sequence) or origin is typing.Union or origin is types.UnionType:
         return all(_returns_parts_or_text(a) for a in typing.get_args(annotation) if a is not Ellipsis)
-    module = getattr(annotation, "__module__", "") or ""
-    return module.startswith("onellm.messages")
+    if not isinstance(annotation, type):
+        return False
+    from onellm.messages import Message, Part
+
+    return issubclass(annotation, (Message, *typing.get_args(Part)))
 
 
 class Tool(Generic[P, R]):

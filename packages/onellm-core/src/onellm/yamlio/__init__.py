@@ -19,6 +19,7 @@ invalid UTF-8, numbers with thousands of digits, implicit keys longer than 1,024
 
 from __future__ import annotations
 
+from onellm._public import publish as _publish
 from onellm.yamlio._document import (
     MAX_DOCUMENT_CHARS,
     MAX_DOCUMENT_NODES,
@@ -69,3 +70,5 @@ __all__ = [
     "safe_load_all",
     "to_plain",
 ]
+
+_publish("onellm.yamlio", NotCanonical, YamlDocument)

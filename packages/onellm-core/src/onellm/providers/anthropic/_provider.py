@@ -7,6 +7,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from onellm._public import publish as _publish
 from onellm.errors import MalformedResponseError, ProviderError, Secret
 from onellm.messages import CallWarning, Message
 from onellm.providers._base import HttpProvider, path_segment, read_key
@@ -48,6 +49,11 @@ class AnthropicProvider(HttpProvider):
     the API rejects sampling parameters, and the codec leaves them out with a warning.
 
     ```python
+    from onellm.catalog import Catalog
+    from onellm.messages import Message, TextPart
+    from onellm.providers import ChatRequest
+    from onellm.providers.anthropic import AnthropicProvider
+
     claude = Catalog.shipped().resolve("claude-sonnet")
     async with AnthropicProvider() as provider:
         answer = await provider.send(
@@ -232,3 +238,6 @@ class AnthropicProvider(HttpProvider):
 
 def _batch_path(batch_id: str) -> str:
     return path_segment(batch_id, "batch id")
+
+
+_publish("onellm", AnthropicProvider)

@@ -1,5 +1,5 @@
 """`GeminiProvider`: the Gemini API (`generativelanguage.googleapis.com`, v1beta) for chat, streaming, token counting,
-embeddings and batches."""
+embeddings, batches, images and speech."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from onellm.catalog._profile import SCHEMA_FORMS
+from onellm._public import publish as _publish
+from onellm.catalog import SCHEMA_FORMS
 from onellm.errors import (
     AuthError,
     MalformedResponseError,
@@ -20,13 +21,13 @@ from onellm.errors import (
     Secret,
     UnsupportedParameterError,
 )
-from onellm.messages import CallWarning, Usage
-from onellm.messages._events import MessageAccumulator
+from onellm.messages import CallWarning, MessageAccumulator, Usage
 from onellm.providers._base import HttpProvider, path_segment
 from onellm.providers._http import ErrorDetail, HttpCall, decode_json
 from onellm.providers._protocols import EmbeddingRequest, EmbeddingResponse
 from onellm.providers._request import ChatRequest, ChatResponse
 from onellm.providers._stream import EventStream, collect, response_from
+from onellm.providers.gemini._media import GeminiMedia
 from onellm.providers.gemini._request import PROVIDER, encode_request
 from onellm.providers.gemini._response import ResponseDecoder
 
@@ -120,8 +121,8 @@ def _classify(error: ProviderError, detail: ErrorDetail | None) -> ProviderError
     return error
 
 
-class GeminiProvider(HttpProvider):
-    """The Gemini API. The key comes from the argument, `GEMINI_API_KEY` or `GOOGLE_API_KEY` and is sent in the
+class GeminiProvider(GeminiMedia, HttpProvider):
+    """The Gemini API (chat, and images and speech through `GeminiMedia`). The key comes from the argument, `GEMINI_API_KEY` or `GOOGLE_API_KEY` and is sent in the
     `x-goog-api-key` header; the base URL from the argument, the catalog or `GOOGLE_GEMINI_BASE_URL`.
 
     Per model, structured output uses `responseJsonSchema` unless the model takes the OpenAPI-subset
@@ -224,7 +225,12 @@ class GeminiProvider(HttpProvider):
     # -- embeddings ------------------------------------------------------------------------------------------------
 
     async def embed(self, request: EmbeddingRequest) -> EmbeddingResponse:
-        """Embeddings for many inputs in one `batchEmbedContents` call, in input order."""
+        """Embeddings for many inputs in one `batchEmbedContents` call, in input order (on Vertex AI, one
+        `embedContent` call per input)."""
+        if self.deployment == "vertex":
+            from onellm.providers.deployments._vertex import embed_each
+
+            return await embed_each(self, request)
         model = self._model_path(request.model)
         items: list[dict[str, Any]] = []
         for text in request.inputs:
@@ -332,3 +338,6 @@ class GeminiProvider(HttpProvider):
             answers.append((order, decode_generate_content(row["response"])))
         answers.sort(key=lambda pair: pair[0])
         return [answer for _, answer in answers]
+
+
+_publish("onellm", GeminiProvider)

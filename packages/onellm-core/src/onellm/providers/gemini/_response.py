@@ -22,14 +22,17 @@ from typing import Any
 import msgspec
 
 from onellm.errors import MalformedResponseError, ProviderError
-from onellm.messages import Annotation, AssetPart, FileRefPart, ProviderPart, Usage
-from onellm.messages._events import (
+from onellm.messages import (
+    Annotation,
     AnnotationEvent,
+    AssetPart,
     Done,
+    FileRefPart,
     HostedToolCallEnd,
     HostedToolCallStart,
     MessageStart,
     PartAdded,
+    ProviderPart,
     ReasoningDelta,
     ReasoningEnd,
     StreamEvent,
@@ -37,6 +40,7 @@ from onellm.messages._events import (
     ToolCallArgumentsDelta,
     ToolCallEnd,
     ToolCallStart,
+    Usage,
     UsageEvent,
 )
 from onellm.providers._content import json_text

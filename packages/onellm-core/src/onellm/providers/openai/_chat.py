@@ -17,31 +17,30 @@ from typing import Any
 
 import msgspec
 
+from onellm._public import publish as _publish
 from onellm.errors import MalformedResponseError, ProviderError, UnsupportedParameterError
 from onellm.messages import (
     Annotation,
+    AnnotationEvent,
     AssetPart,
     CallWarning,
+    Done,
     FileRefPart,
     JsonPart,
     Message,
-    RefusalPart,
-    TextPart,
-    Usage,
-)
-from onellm.messages._events import (
-    AnnotationEvent,
-    Done,
     MessageAccumulator,
     MessageStart,
     ReasoningDelta,
     ReasoningEnd,
     RefusalDelta,
+    RefusalPart,
     StreamEvent,
     TextDelta,
+    TextPart,
     ToolCallArgumentsDelta,
     ToolCallEnd,
     ToolCallStart,
+    Usage,
     UsageEvent,
 )
 from onellm.providers._content import asset_base64, asset_url, json_text, result_text, strict_schema
@@ -690,3 +689,6 @@ class ChatStreamDecoder:
         events.extend(ToolCallEnd(index) for index in self._open_calls)
         events.append(Done(_finish_name(self._finish, refused=self._refused)))
         return events
+
+
+_publish("onellm.providers.openai", ChatFlavor)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from onellm._public import publish as _publish
 from onellm.errors import MalformedResponseError, ProviderError, Secret
 from onellm.messages import CallWarning, Usage
 from onellm.providers._base import HttpProvider, path_segment
@@ -23,12 +24,14 @@ from onellm.providers.openai._chat import (
     decode_chat_completion,
     encode_chat_request,
 )
+from onellm.providers.openai._media import OpenAIMedia
 from onellm.providers.openai._responses import ResponsesStreamDecoder, decode_response, encode_responses_request
 
 if TYPE_CHECKING:
     import httpx
 
     from onellm.catalog import ModelProfile
+    from onellm.providers._decisions import DecisionRequest, DecisionResponse
     from onellm.providers._http import ClientPool
 
 __all__ = ["OpenAICompatibleProvider", "OpenAIProvider", "collect"]
@@ -234,9 +237,10 @@ class OpenAICompatibleProvider(HttpProvider):
         return [answers[i] for i in range(expected)]
 
 
-class OpenAIProvider(OpenAICompatibleProvider):
-    """The OpenAI API. Speaks Responses by default (`api="chat"` for Chat Completions). The key comes from the
-    argument or `OPENAI_API_KEY`; the base URL from the argument, the catalog, or `OPENAI_BASE_URL`."""
+class OpenAIProvider(OpenAIMedia, OpenAICompatibleProvider):
+    """The OpenAI API. Speaks Responses by default (`api="chat"` for Chat Completions), and makes images, speech,
+    transcripts and moderation verdicts (`OpenAIMedia`). The key comes from the argument or `OPENAI_API_KEY`; the base
+    URL from the argument, the catalog, or `OPENAI_BASE_URL`."""
 
     default_base_url = "https://api.openai.com/v1"
     base_url_variable = "OPENAI_BASE_URL"
@@ -311,6 +315,16 @@ class OpenAIProvider(OpenAICompatibleProvider):
             raise MalformedResponseError("the token count answer has no input_tokens", provider=self.name)
         return count
 
+    async def decide(self, request: DecisionRequest) -> DecisionResponse:
+        """One OpenAI Decisions request (`POST /decisions`); see `onellm.providers.openai._decisions`."""
+        from onellm.providers.openai._decisions import decode_decisions_response, encode_decisions_request
+
+        body = encode_decisions_request(request)
+        return await self._request(
+            self._call("POST", "/decisions", body),
+            lambda r: decode_decisions_response(r.content, request, provider=self.name),
+        )
+
     def _batch_endpoint(self) -> str:
         return "/v1/responses" if self.api == "responses" else self.chat_endpoint
 
@@ -366,3 +380,6 @@ def _multipart(fields: Mapping[str, str], file_name: str, content: bytes) -> tup
     )
     parts.append(f"--{boundary}--\r\n".encode())
     return b"".join(parts), f"multipart/form-data; boundary={boundary}"
+
+
+_publish("onellm", OpenAICompatibleProvider, OpenAIProvider)

@@ -1,4 +1,5 @@
-"""The built-in tools: files, search, shell, network, the agent's plan and memory, and questions to a person.
+"""The built-in tools: files, search, shell, network, the agent's plan and memory, questions to a person, and
+running a decider.
 
 `builtin_tools()` returns them as `Tool` objects bound to one set of `BuiltinOptions`. Each tool asks the call's
 `Capabilities` before it reads a file, starts a process or opens a connection, and declares the grants it needs in
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from onellm._public import publish as _publish
 from onellm.tools.builtin._options import BuiltinOptions, SearchPricing
 
 if TYPE_CHECKING:
@@ -37,6 +39,7 @@ BUILTIN_TOOL_NAMES: tuple[str, ...] = (
     "todo",
     "memory",
     "ask_user",
+    "run_decider",
 )
 """The names of the built-in tools, in the order `builtin_tools()` returns them."""
 
@@ -48,12 +51,13 @@ def builtin_tools(options: BuiltinOptions | None = None) -> list[Tool[..., objec
         options: Limits and settings shared by the tools: state directory, size limits, shell options, the Brave key.
     """
     from onellm.tools.builtin.agent import agent_tools
+    from onellm.tools.builtin.decider import decider_tools
     from onellm.tools.builtin.files import file_tools
     from onellm.tools.builtin.shell import shell_tools
     from onellm.tools.builtin.web import web_tools
 
     opts = options if options is not None else BuiltinOptions()
-    tools = [*file_tools(opts), *shell_tools(opts), *web_tools(opts), *agent_tools(opts)]
+    tools = [*file_tools(opts), *shell_tools(opts), *web_tools(opts), *agent_tools(opts), *decider_tools(opts)]
     by_name = {t.name: t for t in tools}
     return [by_name[name] for name in BUILTIN_TOOL_NAMES]
 
@@ -64,3 +68,6 @@ def __getattr__(name: str) -> object:
 
         return getattr(agent, name)
     raise AttributeError(f"module 'onellm.tools.builtin' has no attribute {name!r}")
+
+
+_publish("onellm.tools.builtin", BuiltinOptions, SearchPricing)

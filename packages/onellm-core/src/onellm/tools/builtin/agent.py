@@ -1,9 +1,12 @@
-"""The agent's own tools: `todo` (a plan), `memory` (notes kept across runs) and `ask_user` (a question to a person).
+"""The agent's own tools: `todo` (a plan), `memory` (notes kept across runs), `ask_user` (a question to a person) and
+`task_complete` (the end of the task).
 
 `todo` and `memory` need the write grant on the working directory; they keep their files in the state directory
 (`onellm.tools.builtin._state`), which the file tools cannot reach. `ask_user` needs no grant: it returns one JSON part
 `{"type": "ask_user", "question": ..., "choices": [...]}` that a runner recognises (`ask_user_request`) to put the
-instance in the waiting state until a person answers.
+instance in the waiting state until a person answers. `task_complete` needs no grant either: it ends the agent loop
+(`Tool.ends_loop`) with its `result`, `summary` and optional `title`; `task_complete_tool(output=...)` makes a variant
+whose `result` has a given type or JSON Schema (the agent's typed output).
 """
 
 from __future__ import annotations
@@ -15,17 +18,91 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from onellm._public import publish as _publish
 from onellm.errors import CapabilityDeniedError, StorageError
 from onellm.tools import Tool, ToolContext
 from onellm.tools.builtin._options import BuiltinOptions
 from onellm.tools.builtin._state import MemoryStore, StateError, TodoItem, TodoStore, render_todos
 from onellm.tools.builtin._text import describe
 
-__all__ = ["AskUserRequest", "agent_tools", "ask_user_request"]
+__all__ = ["TASK_COMPLETE", "AskUserRequest", "TaskCompletion", "agent_tools", "ask_user_request", "task_complete_tool"]
 
 _MAX_QUESTION_CHARS = 4000
 _MAX_CHOICES = 20
 _MAX_CHOICE_CHARS = 200
+
+
+TASK_COMPLETE = "task_complete"
+"""The name of the tool that ends an agent's task."""
+
+
+@dataclass(frozen=True, slots=True)
+class TaskCompletion:
+    """What `task_complete` was called with: the result (typed when the agent declares an output), the summary and the
+    optional title. It is the `ToolResult.value` of the call."""
+
+    result: Any
+    summary: str
+    title: str | None = None
+
+
+def _completed(result: Any, summary: str, title: str | None) -> Any:
+    from onellm.messages import TextPart
+    from onellm.tools import ToolResult
+
+    if not summary.strip():
+        raise ValueError("summary is empty")
+    return ToolResult(parts=[TextPart("Task complete.")], value=TaskCompletion(result, summary, title))
+
+
+def task_complete_tool(output: Any = None) -> Tool[..., Any]:
+    """The `task_complete` tool: it ends the agent loop with `result`, `summary` and an optional `title`.
+
+    Args:
+        output: The type of `result` (any type a tool parameter may have), or a JSON Schema (a mapping) it must
+            follow; by default `result` is text.
+
+    Raises:
+        TypeError: `output` is a type with no JSON Schema, or a schema the argument checker cannot enforce.
+    """
+    description = (
+        "Ends the task: call it once the task is done, with the result and a short summary of what was done. "
+        "Nothing runs after it."
+    )
+    if output is not None and isinstance(output, Mapping):
+        schema = {
+            "type": "object",
+            "properties": {
+                "result": dict(output),
+                "summary": {"type": "string", "description": "What was done, in a sentence or two."},
+                "title": {"type": "string", "description": "A short title for the task."},
+            },
+            "required": ["result", "summary"],
+            "additionalProperties": False,
+        }
+
+        async def handler(values: dict[str, Any], ctx: ToolContext) -> Any:
+            return _completed(values.get("result"), str(values.get("summary", "")), values.get("title"))
+
+        return Tool.from_schema(TASK_COMPLETE, description, schema, handler, ends_loop=True)
+
+    def task_complete(result: Any, summary: str, title: str | None = None) -> Any:
+        """Ends the task.
+
+        Args:
+            result: The result of the task, as the task asked for it.
+            summary: What was done, in a sentence or two.
+            title: A short title for the task.
+        """
+        return _completed(result, summary, title)
+
+    task_complete.__annotations__ = {
+        "result": str if output is None else output,
+        "summary": str,
+        "title": str | None,
+        "return": Any,
+    }
+    return Tool.create(task_complete, description=description, ends_loop=True, in_thread=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,3 +234,6 @@ def agent_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
         Tool.create(memory, description=describe(memory), required_grants=("files_write",), parallel_safe=False),
         Tool.create(ask_user, description=describe(ask_user), in_thread=False),
     ]
+
+
+_publish("onellm.tools.builtin", AskUserRequest)

@@ -34,7 +34,7 @@ _HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")
 _TEXT_TYPES = ("text/", "application/json", "application/xml", "application/xhtml", "application/javascript")
 
 
-class WebError(RuntimeError):
+class _WebError(RuntimeError):
     """A network tool call failed after the request was allowed (a transport failure, a bad answer)."""
 
 
@@ -77,15 +77,15 @@ async def fetch_text(ctx: ToolContext, options: BuiltinOptions, url: str) -> str
     try:
         async with client.stream("GET", url, timeout=options.http_timeout_seconds) as response:
             if response.status_code >= 400:
-                raise WebError(f"GET {url} answered {response.status_code} {response.reason_phrase}")
+                raise _WebError(f"GET {url} answered {response.status_code} {response.reason_phrase}")
             content_type = response.headers.get("content-type", "")
             if not _is_text(content_type):
-                raise WebError(f"{url} is not text ({content_type or 'no content type'})")
+                raise _WebError(f"{url} is not text ({content_type or 'no content type'})")
             data, more = await _read_capped(response, options.max_file_bytes)
     except (httpx.HTTPError, OSError) as exc:
-        raise WebError(f"GET {url} failed: {type(exc).__name__}: {exc}") from None
+        raise _WebError(f"GET {url} failed: {type(exc).__name__}: {exc}") from None
     if more:
-        raise WebError(f"{url} is larger than {options.max_file_bytes} bytes")
+        raise _WebError(f"{url} is larger than {options.max_file_bytes} bytes")
     return data.decode(response.encoding or "utf-8", "replace")
 
 
@@ -143,9 +143,9 @@ def web_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
             ) as response:
                 received, more = await _read_capped(response, options.max_file_bytes)
         except httpx.TooManyRedirects as exc:
-            raise WebError(f"{method} {url}: {exc}") from None
+            raise _WebError(f"{method} {url}: {exc}") from None
         except (httpx.HTTPError, OSError) as exc:
-            raise WebError(f"{method} {url} failed: {type(exc).__name__}: {exc}") from None
+            raise _WebError(f"{method} {url} failed: {type(exc).__name__}: {exc}") from None
         lines = [f"HTTP {response.status_code} {response.reason_phrase}"]
         if str(response.url) != url:
             lines.append(f"final URL: {response.url}")
@@ -173,10 +173,10 @@ def web_tools(options: BuiltinOptions) -> list[Tool[..., object]]:
             data = await _brave_search(ctx, options, key, query, count)
         except CapabilityDeniedError:
             raise
-        except WebError as exc:
-            raise WebError(key.redact(str(exc))) from None
+        except _WebError as exc:
+            raise _WebError(key.redact(str(exc))) from None
         except Exception as exc:
-            raise WebError(key.redact(f"Brave Search failed: {type(exc).__name__}: {exc}")) from None
+            raise _WebError(key.redact(f"Brave Search failed: {type(exc).__name__}: {exc}")) from None
         return _render_results(query, data, count)
 
     return [
@@ -236,13 +236,13 @@ async def _brave_search(
     )
     if response.status_code != 200:
         detail = response.text[:300]
-        raise WebError(f"Brave Search answered {response.status_code}: {detail}")
+        raise _WebError(f"Brave Search answered {response.status_code}: {detail}")
     try:
         data = response.json()
     except ValueError:
-        raise WebError("Brave Search answered with a body that is not JSON") from None
+        raise _WebError("Brave Search answered with a body that is not JSON") from None
     if not isinstance(data, dict):
-        raise WebError("Brave Search answered with JSON that is not an object")
+        raise _WebError("Brave Search answered with JSON that is not an object")
     return data
 
 

@@ -1,0 +1,207 @@
+"""Starting, picking up, forking and duplicating agents: what `Runtime.start_agent`, `Runtime.get_agent`,
+`Runtime.fork` and `Runtime.duplicate` do, and the verbs on the current runtime (`onellm.run_agent`, ...)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from onellm.agents._run import AgentRun, SyncAgentRun, _Opening, _Options
+from onellm.errors import BadDefinitionError, InstanceNotFoundError
+from onellm.messages import plain_data
+
+if TYPE_CHECKING:
+    from onellm.agents._result import AgentResult
+    from onellm.instances import Instance
+    from onellm.runtime import RuntimeServices
+
+__all__ = [
+    "AgentDefinition",
+    "duplicate_instance",
+    "fork_instance",
+    "load_agent_run",
+    "run_agent",
+    "run_agent_sync",
+    "start_agent",
+    "start_agent_run",
+    "start_agent_sync",
+]
+
+AgentDefinition = Any
+"""A path to an agent definition (`.yaml`), a folder holding `agent.yaml`, or a `Definition`."""
+
+_OPTIONS = frozenset({"strict", "output", "max_iterations", "capabilities", "model"})
+
+
+def _options(options: Mapping[str, Any], verb: str) -> _Options:
+    unknown = sorted(set(options) - _OPTIONS)
+    if unknown:
+        raise TypeError(f"{verb}: unknown option(s) {', '.join(unknown)}; it takes {', '.join(sorted(_OPTIONS))}")
+    parsed = _Options(**options)
+    if not isinstance(parsed.strict, bool):
+        raise TypeError("strict: expected True or False")
+    if parsed.capabilities is not None:
+        from onellm.capabilities import Capabilities
+
+        if not isinstance(parsed.capabilities, Capabilities):
+            raise TypeError(f"capabilities: expected Capabilities, not {type(parsed.capabilities).__name__}")
+    return parsed
+
+
+async def start_agent_run(
+    services: RuntimeServices,
+    definition: AgentDefinition,
+    inputs: Mapping[str, Any] | None = None,
+    *,
+    prompt: Any = None,
+    runtime: Any = None,
+    **options: Any,
+) -> AgentRun[Any]:
+    """A new agent instance, ready to run (see `Runtime.start_agent`)."""
+    from onellm.agents._setup import AgentSetup, grants_summary, load_definition
+    from onellm.instances import Instance
+    from onellm.runtime import prompt_parts
+
+    opts = _options(options, "start_agent")
+    if inputs is not None and not isinstance(inputs, Mapping):
+        raise TypeError(f"inputs: expected a mapping of input names to values, not {type(inputs).__name__}")
+    parts = None
+    if prompt is not None:
+        items = [prompt] if isinstance(prompt, str) or not isinstance(prompt, list | tuple) else list(prompt)
+        parts = prompt_parts(items, "prompt")
+    if isinstance(definition, str | os.PathLike):
+        loaded, folder, name = await anyio.to_thread.run_sync(load_definition, definition)
+    else:
+        loaded, folder, name = load_definition(definition)
+    file = loaded.file or name or "<definition>"
+    if parts is None and not any(p.user or p.tool_calls for p in loaded.initial_prompts or []):
+        raise BadDefinitionError(
+            "nothing to send: the definition has no initial prompt with a user part or tool calls, and no prompt= "
+            "was given",
+            file=file,
+        )
+    model_name = opts.model or loaded.model
+    if not model_name:
+        raise BadDefinitionError("the definition names no model; add `model:` or pass model=", file=file, path="model")
+    resolved, _ = services.route(model_name)
+    caps = services.capabilities
+    if opts.capabilities is not None:
+        caps = caps.intersect(opts.capabilities)
+    setup = AgentSetup.build(
+        services,
+        loaded,
+        folder=folder,
+        file=file,
+        capabilities=caps,
+        strict=opts.strict,
+        output=opts.output,
+        max_iterations=opts.max_iterations,
+    )
+    fresh = services.new_instance(resolved, model_name, loaded.system_prompt)
+    data = loaded.to_data()
+    data.update(fresh.to_data())
+    merged = dict(loaded.inputs or {})
+    merged.update(inputs or {})
+    data["inputs"] = plain_data(merged) or None
+    instance = Instance.from_data({k: v for k, v in data.items() if v is not None})
+    instance.agent_definition = name or None
+    instance.capabilities = grants_summary(caps)
+    instance.capabilities_recorded = True
+    return AgentRun(
+        services,
+        instance,
+        runtime=runtime,
+        definition=loaded,
+        folder=folder,
+        opening=_Opening(inputs=merged, prompt=parts),
+        options=opts,
+        setup=setup,
+        capabilities=caps,
+    )
+
+
+async def load_agent_run(
+    services: RuntimeServices, instance_id: str, *, runtime: Any = None, **options: Any
+) -> AgentRun[Any]:
+    """A saved instance as an `AgentRun` (see `Runtime.get_agent`)."""
+    from onellm.agents._state import check_instance
+
+    opts = _options(options, "get_agent")
+    instance = await services.store.load(instance_id)
+    if instance is None:
+        raise InstanceNotFoundError(f"no instance {instance_id!r} in {services.store!r}", instance_id=instance_id)
+    run: AgentRun[Any] = AgentRun(services, instance, runtime=runtime, options=opts)
+    check_instance(instance, run._where)
+    return run
+
+
+async def fork_instance(
+    services: RuntimeServices, instance_id: str, *, through: str | None = None, new_id: str | None = None
+) -> Instance:
+    """Copy a saved instance under a new id, up to and including the message `through` (all of it when None), and
+    save the copy (see `Runtime.fork`)."""
+    source = await services.store.load(instance_id)
+    if source is None:
+        raise InstanceNotFoundError(f"no instance {instance_id!r} in {services.store!r}", instance_id=instance_id)
+    try:
+        copy = source.fork(new_id, through=through)
+    except LookupError:
+        raise InstanceNotFoundError(
+            f"instance {instance_id} has no message {through!r}", instance_id=instance_id, message_id=through
+        ) from None
+    # The copy starts stopped: the source's latest run (its failure, its cancellation) is not the copy's.
+    copy.error = None
+    copy.cancelled = None
+    ask = copy.ask_user
+    if ask is not None and (ask.message_id is None or copy.message(ask.message_id) is None):
+        copy.ask_user = None
+    await services.save(copy)
+    return copy
+
+
+async def duplicate_instance(services: RuntimeServices, instance_id: str, *, new_id: str | None = None) -> Instance:
+    """A fork of the whole conversation (see `Runtime.duplicate`)."""
+    return await fork_instance(services, instance_id, new_id=new_id)
+
+
+# ------------------------------------------------------------------------------------------ on the current runtime
+
+
+async def run_agent(
+    definition: AgentDefinition, inputs: Mapping[str, Any] | None = None, *, prompt: Any = None, **options: Any
+) -> AgentResult[Any]:
+    """Run an agent to rest on the current runtime and return how it ended (see `Runtime.run_agent`)."""
+    from onellm.runtime import current_runtime
+
+    return await current_runtime().run_agent(definition, inputs, prompt=prompt, **options)
+
+
+async def start_agent(
+    definition: AgentDefinition, inputs: Mapping[str, Any] | None = None, *, prompt: Any = None, **options: Any
+) -> AgentRun[Any]:
+    """Start an agent on the current runtime: an `AgentRun` to follow, steer, approve and cancel (see
+    `Runtime.start_agent`)."""
+    from onellm.runtime import current_runtime
+
+    return await current_runtime().start_agent(definition, inputs, prompt=prompt, **options)
+
+
+def run_agent_sync(
+    definition: AgentDefinition, inputs: Mapping[str, Any] | None = None, *, prompt: Any = None, **options: Any
+) -> AgentResult[Any]:
+    """Blocking form of `onellm.run_agent`. Not for use inside async code."""
+    from onellm.runtime import drive
+
+    return drive(run_agent(definition, inputs, prompt=prompt, **options), "run_agent")
+
+
+def start_agent_sync(
+    definition: AgentDefinition, inputs: Mapping[str, Any] | None = None, *, prompt: Any = None, **options: Any
+) -> SyncAgentRun[Any]:
+    """Blocking form of `onellm.start_agent`: a `SyncAgentRun`. Not for use inside async code."""
+    from onellm.runtime import drive
+
+    return SyncAgentRun(drive(start_agent(definition, inputs, prompt=prompt, **options), "start_agent"))
