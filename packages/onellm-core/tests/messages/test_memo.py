@@ -10,7 +10,7 @@ import pytest
 
 from onellm.instances import Instance
 from onellm.messages import Message, TextPart, ToolCall, Usage
-from onellm.messages._memo import MEMO, memo_of
+from onellm.messages.memo import MEMO, memo_of
 
 
 def message() -> Message:

@@ -14,7 +14,7 @@ import msgspec
 import pytest
 
 from onellm.messages import AssetPart, JsonPart, Message, TextPart, ToolCall
-from onellm.messages._memo import MEMO
+from onellm.messages.memo import MEMO
 from onellm.providers._request import CacheOptions, ChatRequest, HostedToolDefinition
 from onellm.providers.anthropic._codec import encode_messages_request
 from onellm.providers.gemini._request import encode_request

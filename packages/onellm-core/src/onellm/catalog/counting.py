@@ -350,7 +350,7 @@ class TokenEstimator:
         if self.tokenizer is not None or isinstance(message, str):
             return self._message(message)
         from onellm.messages import Message
-        from onellm.messages._memo import memo_for
+        from onellm.messages.memo import memo_for
 
         if type(message) is not Message:
             return self._message(message)

@@ -53,7 +53,7 @@ from onellm.instances._parts import (
     same,
 )
 from onellm.messages import Message, Timestamp
-from onellm.messages._memo import memo_for, snapshot
+from onellm.messages.memo import memo_for, snapshot
 
 if TYPE_CHECKING:
     from onellm.definitions import Definition

@@ -1,7 +1,7 @@
 """Request bodies that reuse the JSON of each unchanged message.
 
 A turn sends the whole conversation again. With `reuse`, a codec keeps the bytes of each message's part of the body,
-from its second request on, in the message's memo (`onellm.messages._memo`) under a key naming the codec and whatever
+from its second request on, in the message's memo (`onellm.messages.memo`) under a key naming the codec and whatever
 else the bytes depend on; later bodies take them as `msgspec.Raw` fragments, which the encoder copies as they are. The bytes
 are those the encoder writes for the same plain data, so a body made of fragments is byte for byte the body made
 without them. A message that changed since is encoded again; one the codec had a notice about (a part it left out)
@@ -16,7 +16,7 @@ from typing import Any, Final, TypeVar
 import msgspec
 
 from onellm.messages import Message
-from onellm.messages._memo import memo_for
+from onellm.messages.memo import memo_for
 
 __all__ = ["ENCODER", "fragment", "inner", "reused"]
 

@@ -28,7 +28,7 @@ from onellm.messages._time import Timestamp
 if TYPE_CHECKING:
     from onellm.messages._message import Message
 
-__all__ = ["MEMO", "Memo", "memo_for", "memo_of"]
+__all__ = ["MEMO", "Memo", "memo_for", "memo_of", "snapshot"]
 
 MEMO: Final = "_memo"
 """The key of a message's memo in its `__dict__` (left out when a message is copied or pickled)."""
