@@ -4,6 +4,9 @@
 // streamed call, N text events. N comes from the model name: "...-events-2000" streams 2,000 events (default 50).
 //
 //   node bench/mock_server.mjs [port]     prints "listening <port>" when ready; port 0 picks a free one
+//
+// GET /__connections answers how many connections the server has accepted, so a benchmark can count the new
+// connections each client opens.
 import http from "node:http";
 
 const port = Number(process.argv[2] ?? 0);
@@ -122,6 +125,7 @@ const server = http.createServer((req, res) => {
     try { body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString("utf8")) : {}; } catch { body = {}; }
     const url = new URL(req.url, "http://127.0.0.1");
     const path = url.pathname;
+    if (path === "/__connections") return json(res, { connections });
     if (path.endsWith("/chat/completions")) return openaiChat(req, res, body);
     if (path.endsWith("/responses")) return openaiResponses(req, res, body);
     if (path.endsWith("/messages")) return anthropic(req, res, body);
@@ -131,5 +135,7 @@ const server = http.createServer((req, res) => {
     res.end(JSON.stringify({ error: { message: `no route ${path}` } }));
   });
 });
+let connections = 0;
+server.on("connection", () => { connections += 1; });
 server.keepAliveTimeout = 60000;
 server.listen(port, "127.0.0.1", () => console.log(`listening ${server.address().port}`));

@@ -39,21 +39,23 @@ def test_three_runners_on_one_file_finish_every_instance_once_through_a_crash(tm
     killed_at: list[float] = []
     expiry: list[int] = []  # the killed runner's lease, as it was left: 100 ns ticks since the epoch
     lock = threading.Lock()
-    runners = {
-        name: subprocess.Popen(
+    started = threading.Event()  # the runner to be killed has begun its first turn
+
+    def launch(name: str, extra: list[str]) -> subprocess.Popen[str]:
+        return subprocess.Popen(
             [sys.executable, str(HERE / "sqlite_race_runner.py"), name, str(db), str(LEASE), str(TURNS), *extra],
             stdout=subprocess.PIPE,
             text=True,
             env=env,
         )
-        for name, extra in (("r0", ["2:3"]), ("r1", []), ("r2", []))
-    }
 
     def follow(child: subprocess.Popen[str]) -> None:
         assert child.stdout is not None
         for raw in child.stdout:
             with lock:
                 lines.append((time.time(), raw.strip()))
+            if raw.startswith("turn "):
+                started.set()
             if raw.startswith("stalled "):
                 child.kill()  # SIGKILL on POSIX, TerminateProcess on Windows
                 child.wait()
@@ -64,9 +66,16 @@ def test_three_runners_on_one_file_finish_every_instance_once_through_a_crash(tm
                     ).fetchone()
                 expiry.append(expires)
 
-    readers = [threading.Thread(target=follow, args=(child,)) for child in runners.values()]
-    for reader in readers:
-        reader.start()
+    # The runner that stalls starts first, so it is racing before the others could finish every instance on a loaded
+    # machine (a runner that starts late may find no work left, and never reach the turn it stalls in).
+    runners = {"r0": launch("r0", ["2:3"])}
+    readers = [threading.Thread(target=follow, args=(runners["r0"],))]
+    readers[0].start()
+    assert started.wait(timeout=120), "the first runner never began a turn"
+    for name in ("r1", "r2"):
+        runners[name] = launch(name, [])
+        readers.append(threading.Thread(target=follow, args=(runners[name],)))
+        readers[-1].start()
     try:
         for child in runners.values():
             child.wait(timeout=240)

@@ -24,6 +24,7 @@ import secrets
 import stat
 import sys
 import time
+from collections.abc import Sequence
 
 from onellm.errors import StorageError
 
@@ -182,9 +183,31 @@ def open_directory(path: str | os.PathLike[str], *, operation: str, create: bool
         raise storage_error(exc, path, operation) from exc
 
 
+_IOV_MAX = 512
+
+
+def _write_all(fd: int, data: bytes | Sequence[bytes]) -> None:
+    """Write every byte of `data` (or of its pieces, gathered a few hundred to a system call)."""
+    pieces: Sequence[bytes | memoryview] = [data] if isinstance(data, bytes | bytearray | memoryview) else data
+    pending = [memoryview(piece) for piece in pieces if piece]
+    gather = getattr(os, "writev", None)
+    while pending:
+        if gather is not None:
+            written = gather(fd, pending[:_IOV_MAX])
+        else:  # pragma: no cover - Windows
+            written = os.write(fd, pending[0])
+        done = 0
+        while done < len(pending) and written >= len(pending[done]):
+            written -= len(pending[done])
+            done += 1
+        del pending[:done]
+        if written:
+            pending[0] = pending[0][written:]
+
+
 def write_atomic(
     path: str | os.PathLike[str],
-    data: bytes,
+    data: bytes | Sequence[bytes],
     *,
     durable: bool = True,
     mtime_ns: int | None = None,
@@ -196,7 +219,7 @@ def write_atomic(
 
     Args:
         path: The file to replace (or create).
-        data: Its new content.
+        data: Its new content (or its pieces in order, written without joining them first).
         durable: Flush the file (and, on POSIX, the directory entry) to disk before returning.
         mtime_ns: Set this modification time on the new file (nanoseconds since the epoch).
         dir_fd: An open directory that `path` is relative to.
@@ -218,10 +241,7 @@ def write_atomic(
     closed = False
     try:
         _lock_quietly(fd)
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
+        _write_all(fd, data)
         if durable:
             os.fsync(fd)
         if mtime_ns is not None:

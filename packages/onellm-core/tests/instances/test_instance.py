@@ -420,7 +420,7 @@ def test_the_definition_the_run_started_from() -> None:
 
 def test_a_message_edited_in_place_is_written_after_forget_written_text() -> None:
     inst = Instance.loads(conversation(4).dumps())
-    inst.messages[0].user.append(TextPart(text="edited in place"))
+    inst.messages[1].assistant.append(TextPart(text="edited in place"))  # a settled message: answered, calls done
     assert "edited in place" not in inst.dumps()  # the remembered text wins, as the format's rule allows
     inst.forget_written_text()
     text = inst.dumps()
@@ -507,3 +507,26 @@ def test_an_error_deep_in_a_large_file_of_another_layout_is_placed_without_the_r
     index = MAX_DOCUMENT_NODES // 4
     assert err.path == f"messages[{index}].user[0].text"
     assert (err.line, err.column) == (2, text.split("\n")[1].index("{text: 5") + len("{text: ") + 1)
+
+
+@pytest.mark.parametrize("loaded", [True, False])
+def test_a_message_still_being_completed_is_written_as_it_is_now(loaded: bool) -> None:
+    """A turn saved before its answer, and a turn saved with a tool call waiting for its result, are completed in
+    place by the code that runs them: the next save writes what they hold then, never the text kept from before."""
+    inst = conversation(2)
+    waiting = Message(id="m2", user=[TextPart(text="question 2")])
+    calling = Message(id="m3", assistant=[TextPart(text="let me look")], tool_calls=[ToolCall(id="c3", tool="ls")])
+    inst.messages += [calling, waiting]
+    first = inst.dumps()
+    if loaded:
+        inst = Instance.loads(first)
+        calling, waiting = inst.messages[2], inst.messages[3]
+    assert inst.dumps() == first
+    calling.tool_calls[0].result = [TextPart(text="a.txt")]
+    waiting.assistant = [TextPart(text="answer 2")]
+    text = inst.dumps()
+    assert "a.txt" in text
+    assert "answer 2" in text
+    assert Instance.loads(text) == inst
+    calling.tool_calls[0].result[0] = TextPart(text="b.txt")  # settled now: the format's rule holds from here
+    assert inst.dumps() == text

@@ -167,3 +167,82 @@ def test_any_mix_of_line_ends_in_any_chunking_gives_the_same_events(stream: byte
     cuts = sorted(set(data.draw(st.lists(st.integers(0, len(mixed)), max_size=20))))
     chunks = [mixed[a:b] for a, b in zip([0, *cuts], [*cuts, len(mixed)], strict=True)]
     assert list(iter_sse(chunks)) == whole(stream.replace(b"\r\n", b"\n"))
+
+
+def read_all(chunks: list[bytes]) -> tuple[list[bytes], list[str | None]]:
+    """Every event's data and name through `SseDecoder.read` (the closing events through `close`)."""
+    decoder = SseDecoder()
+    datas: list[bytes] = []
+    names: list[str | None] = []
+    for chunk in chunks:
+        found, named = decoder.read(chunk)
+        datas += found
+        names += named if named is not None else [None] * len(found)
+    for event in decoder.close():
+        datas.append(event.data)
+        names.append(event.event)
+    return datas, names
+
+
+# Pieces model servers send, and pieces that break the two fast shapes (a second data line, an id, a comment, a
+# field without its space, an extra blank line, an event with no data, an unseen name).
+PIECES = [
+    b'data: {"a":1}\n\n',
+    b"data: [DONE]\n\n",
+    b"data: \n\n",
+    b'event: delta\ndata: {"b":2}\n\n',
+    b"event: ping\ndata: {}\n\n",
+    b"event: other\ndata: x\n\n",
+    b"data: one\ndata: two\n\n",
+    b"id: 4\ndata: y\n\n",
+    b": keep-alive\n\n",
+    b"data:tight\n\n",
+    b"event:tight\ndata: z\n\n",
+    b"\n",
+    b"event: lonely\n\n",
+    b"event: a\ndata: p\ndata: q\n\n",
+    b"event: \ndata: empty name\n\n",
+    b"retry: 10\ndata: r\n\n",
+    b"data: cr\r\n\r\n",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(PIECES), max_size=25),
+    st.lists(st.integers(min_value=0, max_value=600), max_size=12),
+    st.booleans(),
+)
+def test_read_gives_what_feed_gives(pieces: list[bytes], cuts: list[int], crlf: bool) -> None:
+    """The fast cuts of `read` never change what a stream says: the same data and names as `feed`, in any chunking,
+    with LF or CRLF line ends."""
+    stream = b"".join(pieces)
+    if crlf:
+        stream = stream.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+    points = sorted({c % (len(stream) + 1) for c in cuts})
+    chunks = [stream[a:b] for a, b in zip([0, *points], [*points, len(stream)], strict=True)]
+    try:
+        expected = whole(stream)
+    except MalformedResponseError:
+        with pytest.raises(MalformedResponseError):
+            read_all(chunks)
+        return
+    assert read_all(chunks) == ([e.data for e in expected], [e.event for e in expected])
+
+
+def test_read_cuts_runs_of_model_events() -> None:
+    decoder = SseDecoder()
+    assert decoder.read(OPENAI_STYLE[:-3]) == ([*(e.data for e in whole(OPENAI_STYLE)[:2])], None)
+    assert decoder.read(OPENAI_STYLE[-3:]) == ([b"[DONE]"], None)
+    named = SseDecoder()
+    datas, names = named.read(ANTHROPIC_STYLE.replace(b"\r\n", b"\n").replace(b": keep-alive comment\n", b""))
+    assert names == ["message_start", "ping", "content_block_delta", "message_stop"]
+    assert datas[1] == b'{"type": "ping"}'
+
+
+def test_read_refuses_a_giant_event_and_a_bad_name() -> None:
+    decoder = SseDecoder(max_event_bytes=1024)
+    with pytest.raises(MalformedResponseError, match="larger than 1024 bytes"):
+        decoder.read(b"data: " + b"x" * 2000 + b"\n\n")
+    with pytest.raises(MalformedResponseError, match="not valid UTF-8"):
+        SseDecoder().read(b"event: \xff\ndata: x\n\n")

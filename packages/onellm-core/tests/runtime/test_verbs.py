@@ -446,3 +446,68 @@ async def test_closing_the_runtime_closes_the_providers_it_created() -> None:
     assert "openai" not in runtime.providers
     assert runtime.providers.get("anthropic") is scripted
     assert client.is_closed
+
+
+class _RunsProvider:
+    """A provider whose stream hands its events over in runs (`next_batch`), as an `EventStream` does."""
+
+    name = "anthropic"
+
+    def __init__(self, runs: list[list[object]]) -> None:
+        self.runs = runs
+        self.closed = False
+
+    def stream(self, request: object) -> _RunsProvider:
+        return self
+
+    async def next_batch(self) -> list[object]:
+        return self.runs.pop(0) if self.runs else []
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+async def test_a_stream_read_in_runs_gives_every_event_in_order(setup: Setup) -> None:
+    from onellm.messages import Done, MessageStart, Usage, UsageEvent
+
+    runs: list[list[object]] = [
+        [MessageStart(model="m")],
+        [TextDelta(0, "Green "), TextDelta(0, "lights")],
+        [TextDelta(0, " at"), UsageEvent(Usage(input_tokens=3, output_tokens=4)), Done("stop")],
+    ]
+    expected = [event for run in runs for event in run]
+    setup.runtime.providers.set("anthropic", _RunsProvider(runs))
+    answer = setup.runtime.stream("claude-haiku", "haiku")
+    seen = [event async for event in answer]
+    assert seen == expected
+    result = await answer.result()
+    assert result.text == "Green lights at"
+    assert result.usage is not None
+    assert result.usage.output_tokens == 4
+
+
+async def test_an_event_the_answer_refuses_fails_the_stream_after_the_events_before_it(setup: Setup) -> None:
+    """A run whose third event the message cannot take (a tool call's arguments at a text block's index): the two
+    events before it are given out, then the stream fails and the instance is saved in error with what it holds."""
+    from onellm.messages import MessageStart, ToolCallArgumentsDelta
+
+    provider = _RunsProvider([[MessageStart(model="m"), TextDelta(0, "kept"), ToolCallArgumentsDelta(0, "{")]])
+    setup.runtime.providers.set("anthropic", provider)
+    answer = setup.runtime.stream("claude-haiku", "x")
+    seen: list[object] = []
+
+    async def read() -> None:
+        async for event in answer:
+            seen.append(event)  # noqa: PERF401
+
+    with pytest.raises(MalformedResponseError, match="stream block 0 is a text block"):
+        await read()
+    assert [type(e).__name__ for e in seen] == ["MessageStart", "TextDelta"]
+    assert provider.closed
+    assert answer.instance is not None
+    saved = await setup.store.load(answer.instance.id)
+    assert saved is not None
+    assert saved.state == "error"
+    assert saved.messages[-1].text == "kept"
+    with pytest.raises(MalformedResponseError):
+        await answer.result()

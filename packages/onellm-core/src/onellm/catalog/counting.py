@@ -341,8 +341,27 @@ class TokenEstimator:
         if system:
             total += _PER_MESSAGE + self.text(system)
         for message in messages:
-            total += self._message(message)
+            total += self._message_once(message)
         return total + self.tools(tools)
+
+    def _message_once(self, message: Any) -> int:
+        """`_message`, kept in the message's memo while it is unchanged (a spend cap estimates the whole history on
+        every turn). Not with a local tokenizer, whose counts are its own affair."""
+        if self.tokenizer is not None or isinstance(message, str):
+            return self._message(message)
+        from onellm.messages import Message
+        from onellm.messages.memo import memo_for
+
+        if type(message) is not Message:
+            return self._message(message)
+        key = ("tokens", self.family, self.chars_per_token)
+        memo = memo_for(message, key)
+        if memo is None:
+            return self._message(message)
+        found = memo.get(key)
+        if found is None:
+            found = memo.put(key, self._message(message))
+        return int(found)
 
     def _message(self, message: Any) -> int:
         if isinstance(message, str):

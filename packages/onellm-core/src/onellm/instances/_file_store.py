@@ -37,7 +37,7 @@ from onellm.errors import BadDefinitionError, InstanceLockedError, StorageError
 from onellm.instances._assets import FileAssetStore
 from onellm.instances._ids import is_valid_instance_id, validate_instance_id
 from onellm.instances._lock import FileLock
-from onellm.instances._model import Instance, read_header
+from onellm.instances._model import Instance, encoded_parts, read_header
 from onellm.instances._store import InstanceLease, InstanceQuery, InstanceSummary, apply_query
 
 __all__ = ["DEFAULT_MAX_FILE_BYTES", "FileInstanceStore"]
@@ -135,14 +135,14 @@ class FileInstanceStore:
         """
         await anyio.lowlevel.checkpoint_if_cancelled()
         path = self.path_of(_require_id(instance))
-        data = instance.dumps().encode("utf-8")
+        data = encoded_parts(instance)
         write = partial(write_atomic, path, data, durable=self._durable, mtime_ns=self._next_mtime(), operation="save")
         await anyio.to_thread.run_sync(write)
 
     def save_sync(self, instance: Instance) -> None:
         """Blocking form of `save`, for scripts and command-line tools."""
         path = self.path_of(_require_id(instance))
-        data = instance.dumps().encode("utf-8")
+        data = encoded_parts(instance)
         write_atomic(path, data, durable=self._durable, mtime_ns=self._next_mtime(), operation="save")
 
     async def load(self, instance_id: str) -> Instance | None:

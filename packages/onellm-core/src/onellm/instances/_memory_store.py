@@ -1,7 +1,9 @@
 """`MemoryInstanceStore`: instances kept as their file text in the process.
 
 For tests, one-shot scripts and runs that must leave nothing behind. It keeps the text a file store would write, so
-what `load` returns is a fresh instance read from that text, never the object that was saved.
+what `load` returns is a fresh instance read from that text, never the object that was saved. The text is kept in the
+pieces the instance wrote it in (immutable strings, each message's block shared with the instance), so a save of a
+long conversation copies nothing of it; the pieces are joined when the text is read.
 """
 
 from __future__ import annotations
@@ -24,8 +26,16 @@ __all__ = ["MemoryInstanceStore"]
 
 @dataclass(slots=True)
 class _Entry:
-    text: str
+    parts: tuple[str, ...]
+    """The text in the pieces the instance wrote it in (blocks shared with the instance), joined when read."""
     summary: InstanceSummary
+
+    @property
+    def text(self) -> str:
+        parts = self.parts
+        if len(parts) != 1:
+            parts = self.parts = ("".join(parts),)
+        return parts[0]
 
 
 class _MemoryLease(InstanceLease):
@@ -88,7 +98,7 @@ class MemoryInstanceStore:
     def save_sync(self, instance: Instance) -> None:
         """Blocking form of `save` (it never blocks: the store is in memory)."""
         instance_id = validate_instance_id(instance.id)
-        text = instance.dumps()
+        parts = instance.dump_parts()
         summary = InstanceSummary(
             id=instance_id,
             name=instance.name,
@@ -99,7 +109,7 @@ class MemoryInstanceStore:
             spawner_instance_id=instance.spawner_instance_id,
             modified_at=self._now(),
         )
-        self._items[instance_id] = _Entry(text, summary)
+        self._items[instance_id] = _Entry(parts, summary)
 
     async def load(self, instance_id: str) -> Instance | None:
         return self.load_sync(instance_id)

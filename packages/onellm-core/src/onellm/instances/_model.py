@@ -53,6 +53,7 @@ from onellm.instances._parts import (
     same,
 )
 from onellm.messages import Message, Timestamp
+from onellm.messages.memo import memo_for, snapshot
 
 if TYPE_CHECKING:
     from onellm.definitions import Definition
@@ -163,9 +164,9 @@ def _data_of(value: Any) -> Any:
 
 @dataclass(slots=True)
 class _Source:
-    """What the instance text looked like when it was last read or written."""
+    """What the instance text looked like when it was last read or written: its pieces (joined when asked for)."""
 
-    text: str
+    parts: tuple[str, ...]
     header: dict[str, Any]
     messages: tuple[Message, ...]
     header_text: str | None = None
@@ -267,6 +268,9 @@ class Instance:
     _empty_lists: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
     _source: _Source | None = field(default=None, init=False, repr=False, compare=False)
     _blocks: dict[int, tuple[Message, str]] = field(default_factory=dict, init=False, repr=False, compare=False)
+    # Messages that may still be completed in place (no answer yet, or a tool call without its result), each with a
+    # snapshot of what it held when its text was read or written: that text is used again only while it still does.
+    _open: dict[int, tuple[Message, Any]] = field(default_factory=dict, init=False, repr=False, compare=False)
     # The loaded text's message blocks, cut apart only when a save first asks for them: the text, where the entries
     # start, their indentation, and the messages read from them.
     _uncut: tuple[str, int, int, tuple[Message, ...]] | None = field(
@@ -369,14 +373,16 @@ class Instance:
         copy.run_started_at = None
         copy.forked_from = ForkOrigin(instance_id=self.id, message_id=messages[-1].id if messages else None)
         copy.messages = messages
+        self._settle()
         copy._blocks = {id(m): self._blocks[id(m)] for m in messages if self._block_of(m) is not None}
+        copy._open = {key: entry for key, entry in self._open.items() if key in copy._blocks}
         if "messages" in self._empty_lists:
             copy._empty_lists.add("messages")
         source = self._source
         if source is not None and source.header_text is not None:
             # Keep the message-list layout (indentation) so the shared block texts stay valid.
             copy._source = _Source(
-                text="",
+                parts=("",),
                 header={},
                 messages=(),
                 messages_line=source.messages_line,
@@ -532,8 +538,9 @@ class Instance:
             inst._blocks = {id(msg): (msg, block) for msg, block in zip(messages, texts, strict=True)}
         if layout.explicit_empty:
             inst._empty_lists.add("messages")
+        inst._watch(messages)
         inst._source = _Source(
-            text=text,
+            parts=(text,),
             header=inst._header_data(),
             messages=tuple(messages),
             header_text=header_text,
@@ -558,7 +565,8 @@ class Instance:
                 raise
             line, column = locate(text, parse_path(exc.path))
             raise BadDefinitionError(exc.detail, file=file, line=line, column=column, path=exc.path) from None
-        inst._source = _Source(text=text, header=inst._header_data(), messages=tuple(inst.messages))
+        inst._watch(inst.messages)
+        inst._source = _Source(parts=(text,), header=inst._header_data(), messages=tuple(inst.messages))
         return inst
 
     def forget_written_text(self) -> None:
@@ -566,8 +574,25 @@ class Instance:
         model. Only needed after editing a message object in place, which the format's rule (messages are immutable
         once appended) otherwise forbids."""
         self._blocks = {}
+        self._open = {}
         self._uncut = None
         self._source = None
+
+    def _watch(self, messages: list[Message]) -> None:
+        """Snapshot the messages just read that may still be completed in place."""
+        self._open = {id(m): (m, snapshot(m)) for m in messages if _may_change(m)}
+
+    def _settle(self) -> bool:
+        """Forget the kept text of every message that may still be completed and changed since; True when one did."""
+        changed = [key for key, (msg, stamp) in self._open.items() if stamp is None or snapshot(msg) != stamp]
+        if not changed:
+            return False
+        if self._uncut is not None:
+            self._block_of(self._open[changed[0]][0])  # cut the loaded text first, so the blocks can be forgotten
+        for key in changed:
+            del self._open[key]
+            self._blocks.pop(key, None)
+        return True
 
     def _block_of(self, msg: Message) -> str | None:
         if self._uncut is not None:
@@ -583,15 +608,25 @@ class Instance:
 
     def dumps(self) -> str:
         """The instance file text: the loaded text byte for byte while nothing changed, else the canonical layout."""
+        parts = self.dump_parts()
+        return parts[0] if len(parts) == 1 else "".join(parts)
+
+    def dump_parts(self) -> tuple[str, ...]:
+        """The instance file text in pieces that join to `dumps()`: the header, then each message's block, kept
+        between saves. A store that writes them one after the other (or keeps them) never copies the conversation
+        into one string."""
         header = self._header_data()
         source = self._source
         messages = self.messages
         header_text: str | None = None
+        changed = self._settle()
         if source is not None and same(header, source.header):
-            if len(messages) == len(source.messages) and all(
-                a is b for a, b in zip(messages, source.messages, strict=True)
+            if (
+                not changed
+                and len(messages) == len(source.messages)
+                and all(a is b for a, b in zip(messages, source.messages, strict=True))
             ):
-                return source.text
+                return source.parts
             header_text = source.header_text
         if header_text is None:
             header_text = yamlio.emit_mapping(header)
@@ -606,14 +641,31 @@ class Instance:
             prefix = source.prefix
             indent = source.indent
         blocks: dict[int, tuple[Message, str]] = {}
+        watched: dict[int, tuple[Message, Any]] = {}
+        kept = self._open
         if messages:
             parts.append(messages_line)
             parts.append(prefix)
             last = len(messages) - 1
+            key = ("yaml", indent)
             for i, msg in enumerate(messages):
                 block = self._block_of(msg)
+                stamp: Any = None
                 if block is None:
-                    block = yamlio.emit_block(msg.to_data(), indent)
+                    # A block another instance wrote, from this very message as it is now; else written here.
+                    memo = memo_for(msg, key)
+                    if memo is not None:
+                        stamp = memo.stamp
+                        block = memo.get(key)
+                    if block is None:
+                        block = yamlio.emit_block(msg.to_data(), indent)
+                        if memo is not None:
+                            memo.put(key, block)
+                if _may_change(msg):
+                    entry = kept.get(id(msg))
+                    watched[id(msg)] = (
+                        entry if entry is not None and entry[0] is msg else (msg, stamp if stamp else snapshot(msg))
+                    )
                 blocks[id(msg)] = (msg, block)
                 parts.append(block)
                 if i != last and not block.endswith("\n"):
@@ -622,11 +674,12 @@ class Instance:
             parts.append("messages: []\n")
             messages_line = "messages: []\n"
             prefix = ""
-        text = "".join(parts)
+        pieces = tuple(parts)
         self._blocks = blocks
+        self._open = watched
         self._uncut = None
         self._source = _Source(
-            text=text,
+            parts=pieces,
             header=header,
             messages=tuple(messages),
             header_text=header_text,
@@ -634,7 +687,7 @@ class Instance:
             prefix=prefix,
             indent=indent,
         )
-        return text
+        return pieces
 
     # -- files -----------------------------------------------------------------------------------------------------
 
@@ -663,7 +716,19 @@ class Instance:
             StorageError: the file cannot be written (a full or read-only disk, a missing directory); the old file is
                 untouched.
         """
-        write_atomic(Path(path), self.dumps().encode("utf-8"), durable=durable, operation="save")
+        write_atomic(Path(path), encoded_parts(self), durable=durable, operation="save")
+
+
+def encoded_parts(instance: Instance) -> list[bytes]:
+    """The instance file's bytes in pieces (`Instance.dump_parts`, each encoded), for `write_atomic`."""
+    return [part.encode("utf-8") for part in instance.dump_parts()]
+
+
+def _may_change(msg: Message) -> bool:
+    """A message that may still be completed in place: no answer yet, or a tool call without its result."""
+    if not msg.assistant and not msg.tool_calls:
+        return True
+    return any(call.result is None for call in msg.tool_calls)
 
 
 def read_header(text: str | bytes, *, file: str | None = None) -> dict[str, Any]:

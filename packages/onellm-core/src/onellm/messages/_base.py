@@ -37,18 +37,28 @@ class Model(msgspec.Struct, kw_only=True, dict=True, repr_omit_defaults=True):
 
     def __copy__(self) -> Self:
         new = msgspec.structs.replace(self)
-        new.__dict__.update(self.__dict__)
+        new.__dict__.update(_layout(self))
         return new
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Self:
         values = {name: copy.deepcopy(getattr(self, name), memo) for name in self.__struct_fields__}
         new = type(self)(**values)
-        new.__dict__.update(self.__dict__)  # only immutable layout values live here
+        new.__dict__.update(_layout(self))  # only immutable layout values live here
         return new
 
     def __reduce__(self) -> tuple[Any, ...]:
         values = {name: getattr(self, name) for name in self.__struct_fields__}
-        return (_rebuild, (type(self), values, dict(self.__dict__)))
+        return (_rebuild, (type(self), values, _layout(self)))
+
+
+_MEMO = "_memo"  # a message's memo (`_memo.MEMO`): what was made from it, never carried to a copy
+
+
+def _layout(obj: Model) -> dict[str, Any]:
+    found = obj.__dict__
+    if _MEMO in found:
+        return {key: value for key, value in found.items() if key != _MEMO}
+    return dict(found)
 
 
 def _rebuild(cls: type[Model], values: dict[str, Any], layout: dict[str, Any]) -> Model:

@@ -202,8 +202,10 @@ class _Block:
         pieces = self.pieces
         if not pieces:
             return ""
-        if all(type(p) is str for p in pieces):
-            return "".join(pieces)  # type: ignore[arg-type]  # all str, checked above
+        try:
+            return "".join(pieces)  # type: ignore[arg-type]  # text deltas, nearly always
+        except TypeError:
+            pass  # some are bytes
         out: list[str] = []
         run: list[bytes] = []
         for piece in pieces:
@@ -289,6 +291,11 @@ class MessageAccumulator:
             MalformedResponseError: an event uses an index already taken by a block of another kind, or arrives
                 after `Done`.
         """
+        if type(event) is TextDelta and not self._done:  # the common event: more text for a text block
+            block = self._blocks.get(event.index)
+            if block is not None and block.kind == _TEXT:
+                block.pieces.append(event.text)
+                return
         if self._done:
             raise MalformedResponseError(f"stream event {type(event).__name__} after Done")
         if isinstance(event, TextDelta):
@@ -347,6 +354,23 @@ class MessageAccumulator:
             self._done = True
         else:
             raise TypeError(f"not a stream event: {event!r}")
+
+    def add_many(self, events: list[StreamEvent]) -> tuple[int, Exception | None]:
+        """Take `events` in order, each as `add` takes it. Returns how many were taken, and the error `add` raised
+        for the next one when one was refused (the events before it are taken)."""
+        blocks = self._blocks
+        add = self.add
+        for position, event in enumerate(events):
+            if type(event) is TextDelta and not self._done:
+                block = blocks.get(event.index)
+                if block is not None and block.kind == _TEXT:
+                    block.pieces.append(event.text)
+                    continue
+            try:
+                add(event)
+            except Exception as error:
+                return position, error
+        return len(events), None
 
     def message(self) -> Message:
         """The message built so far (complete once `Done` arrived). Id and timestamp are left empty."""

@@ -79,12 +79,49 @@ class SseDecoder:
         return self._last_id
 
     def feed(self, chunk: bytes) -> list[SseEvent]:
-        if not chunk:
+        buffer = self._take(chunk)
+        if not buffer:
             return []
+        events: list[SseEvent] = []
+        self._keep(buffer, self._lines_lf(buffer, events))
+        return events
+
+    def read(self, chunk: bytes) -> tuple[list[bytes], list[str | None] | None]:
+        """What `feed` gives, without an `SseEvent` each: the data of each event `chunk` completes, and their `event:`
+        names (None when no event has one). For a reader that needs neither `id` nor `retry` (a model's stream).
+
+        A run of events in one of the two shapes model servers send (`data: ...` alone, or one `event: ...` line
+        before it) is cut in a few passes over the whole buffer; anything else goes the way `feed` goes."""
+        if self._started and not self._held_cr and b"\r" in chunk and chunk[-1] != 13:
+            crlf = self._crlf_run(chunk)
+            if crlf is not None:
+                return crlf, None
+        buffer = self._take(chunk)
+        if not buffer:
+            return [], None
+        found: tuple[list[bytes], list[str | None] | None, int] | None = None
+        if buffer[:6] == b"data: ":
+            found = self._plain_run(buffer)
+        if found is None and buffer[:7] == b"event: ":
+            found = self._named_run(buffer)
+        if found is not None:
+            datas, names, position = found
+        else:
+            events: list[SseEvent] = []
+            position = self._lines_lf(buffer, events)
+            datas = [event.data for event in events]
+            names = [event.event for event in events] if any(e.event is not None for e in events) else None
+        self._keep(buffer, position)
+        return datas, names
+
+    def _take(self, chunk: bytes) -> bytes:
+        """The buffer to cut: what was kept of the last chunk and `chunk`, its line ends made LF."""
+        if not chunk:
+            return b""
         if not self._started:
             chunk = self._opening(chunk)
             if not chunk:
-                return []
+                return b""
         if self._held_cr:
             self._held_cr = False
             chunk = b"\n" + (chunk[1:] if chunk[0] == 10 else chunk)
@@ -93,14 +130,70 @@ class SseDecoder:
                 self._held_cr = True
                 chunk = chunk[:-1]
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        buffer = self._buffer + chunk if self._buffer else chunk
-        events: list[SseEvent] = []
-        position = self._lines_lf(buffer, events)
+        return self._buffer + chunk if self._buffer else chunk
+
+    def _keep(self, buffer: bytes, position: int) -> None:
         rest = buffer[position:]
         if len(rest) > self._max:
             self._too_large()
         self._buffer = rest
-        return events
+
+    def _plain_run(self, buffer: bytes) -> tuple[list[bytes], None, int] | None:
+        """Whole events that are each one `data: ` line, cut at once; None when the buffer holds anything else."""
+        end = buffer.rfind(b"\n\n")
+        if end < 0 or end > self._max:
+            return None
+        region = buffer[6:end]
+        datas = region.split(b"\n\ndata: ")
+        # every line end belongs to a separator: no event has a second line, a comment or another field
+        if region.count(b"\n") != 2 * len(datas) - 2:
+            return None
+        return datas, None, end + 2
+
+    def _crlf_run(self, chunk: bytes) -> list[bytes] | None:
+        """`_plain_run` for a stream whose lines end in CRLF (Gemini's), cut without making its line ends LF first;
+        None when the buffer holds anything else (and nothing was changed)."""
+        # what was kept of the last chunk has LF line ends: CRLF ones mean the same
+        buffer = self._buffer.replace(b"\n", b"\r\n") + chunk if self._buffer else chunk
+        if buffer[:6] != b"data: ":
+            return None
+        end = buffer.rfind(b"\r\n\r\n")
+        if end < 0 or end > self._max:
+            return None
+        region = buffer[6:end]
+        datas = region.split(b"\r\n\r\ndata: ")
+        ends = 2 * len(datas) - 2
+        if region.count(b"\n") != ends or region.count(b"\r") != ends:
+            return None
+        rest = buffer[end + 4 :]
+        self._keep(rest.replace(b"\r\n", b"\n").replace(b"\r", b"\n"), 0)
+        return datas
+
+    def _named_run(self, buffer: bytes) -> tuple[list[bytes], list[str | None], int] | None:
+        """Whole events that are each an `event: ` line and one `data: ` line, cut at once; None when the buffer holds
+        anything else."""
+        end = buffer.rfind(b"\n\n")
+        if end < 0 or end > self._max:
+            return None
+        region = buffer[7:end]
+        pieces = region.split(b"\n\nevent: ")
+        if region.count(b"\n") != 3 * len(pieces) - 2:  # one line end in each event, two in each separator
+            return None
+        known = self._names
+        datas: list[bytes] = []
+        names: list[str | None] = []
+        for piece in pieces:
+            raw, found, data = piece.partition(b"\ndata: ")
+            if not found:
+                return None
+            name = known.get(raw)
+            if name is None:
+                if len(known) >= 256:
+                    return None
+                name = known[raw] = self._text(raw, "event")
+            names.append(name)
+            datas.append(data)
+        return datas, names, end + 2
 
     def _opening(self, chunk: bytes) -> bytes:
         """The stream's first bytes: a UTF-8 byte-order mark is dropped (held until three bytes say whether it is

@@ -21,6 +21,7 @@ stream from passing as an answer:
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections.abc import AsyncIterator, Callable
 from contextvars import ContextVar
@@ -49,6 +50,7 @@ __all__ = [
     "FrameReader",
     "collect",
     "collecting_into",
+    "feed_each",
     "response_from",
     "whole_answer_accumulator",
 ]
@@ -105,12 +107,35 @@ class EventDecoder(Protocol):
         ...
 
 
+def feed_each(
+    decoder: EventDecoder,
+    datas: list[bytes],
+    names: list[str | None] | None,
+    start: int,
+    stop: int,
+    out: list[StreamEvent],
+) -> int:
+    """Feed the events `start` to `stop` one by one into `out`, stopping after the end event; returns where it
+    stopped. A decoder may define the same as `feed_batch(datas, names, start, stop, out)` to read a run of events
+    in one loop of its own (the codecs here do); `EventStream` uses it when it is there."""
+    feed = decoder.feed
+    for position in range(start, stop):
+        out += feed(datas[position], None if names is None else names[position])
+        if decoder.finished:
+            return position + 1
+    return stop
+
+
 class FrameReader(Protocol):
     """What cuts a streamed body into events: the server-sent events reader (`SseDecoder`) unless a deployment frames
     its stream otherwise (Bedrock's binary event stream)."""
 
     def feed(self, chunk: bytes) -> list[SseEvent]:
         """The events the bytes complete."""
+        ...
+
+    def read(self, chunk: bytes) -> tuple[list[bytes], list[str | None] | None]:
+        """The same as `feed`, as the data of each event and their names (None when no event has a name)."""
         ...
 
     def close(self) -> list[SseEvent]:
@@ -169,6 +194,7 @@ async def collect(events: AsyncIterator[StreamEvent], warnings: list[CallWarning
 
 
 _NO_EVENTS: Final[list[StreamEvent]] = []
+_NO_DATA: Final[list[bytes]] = []
 _BATCH: Final = 64
 """How many server-sent events one read decodes at most, after the first."""
 
@@ -185,11 +211,13 @@ class EventStream:
         "_batch",
         "_call",
         "_chunks",
+        "_datas",
         "_deadline",
         "_decoder",
         "_done",
+        "_feed",
         "_last",
-        "_pending",
+        "_names",
         "_pending_at",
         "_position",
         "_prepare",
@@ -220,7 +248,12 @@ class EventStream:
         self._sse: FrameReader = frames if frames is not None else SseDecoder(provider=provider)
         self._ready: list[StreamEvent] = _NO_EVENTS
         self._position = 0
-        self._pending: list[SseEvent] = []
+        feed_batch = getattr(decoder, "feed_batch", None)
+        self._feed: Callable[[list[bytes], list[str | None] | None, int, int, list[StreamEvent]], int] = (
+            feed_batch if feed_batch is not None else functools.partial(feed_each, decoder)
+        )
+        self._datas: list[bytes] = _NO_DATA  # the data of the events read and not yet decoded, and their names
+        self._names: list[str | None] | None = None
         self._pending_at = 0
         self._batch = 1
         self._done = False
@@ -249,7 +282,25 @@ class EventStream:
             return ready[position]
         if self._done:
             raise StopAsyncIteration
-        return await self._refill()
+        events = await self._refill()
+        if not events:
+            raise StopAsyncIteration
+        self._position = 1
+        return events[0]
+
+    async def next_batch(self) -> list[StreamEvent]:
+        """Every event ready now (at least one, reading on when none is), or an empty list at the end: for a reader
+        that takes events in runs rather than one `__anext__` each (the runtime's streamed answer does)."""
+        position = self._position
+        ready = self._ready
+        if position < len(ready):
+            self._position = len(ready)
+            return ready[position:] if position else ready
+        if self._done:
+            return _NO_EVENTS
+        events = await self._refill()
+        self._position = len(events)
+        return events
 
     async def aclose(self) -> None:
         """Stop reading: the HTTP response is closed before this returns."""
@@ -260,7 +311,8 @@ class EventStream:
 
     # -- reading ---------------------------------------------------------------------------------------------------
 
-    async def _refill(self) -> StreamEvent:
+    async def _refill(self) -> list[StreamEvent]:
+        """The next events (the caller takes them from `_ready`), or none at the end."""
         failure: BaseException | None = None
         try:
             events = await self._read()
@@ -278,11 +330,9 @@ class EventStream:
             self._done = True
             await self._release()
             raise failure
-        if not events:
-            raise StopAsyncIteration
         self._ready = events
-        self._position = 1
-        return events[0]
+        self._position = 0
+        return events
 
     async def _read(self) -> list[StreamEvent]:
         """The next events the codec makes. Server-sent events are decoded as they are asked for: the first alone, so
@@ -291,52 +341,45 @@ class EventStream:
         if self._chunks is None:
             await self._start()
         decoder = self._decoder
-        feed = decoder.feed
-        sse = self._sse
+        feed = self._feed
         out: list[StreamEvent] = []
         while True:
-            pending = self._pending
+            datas = self._datas
             position = self._pending_at
-            count = len(pending)
-            if self._batch == 1:  # the first events: one at a time until one gives something
-                while position < count and not out:
-                    event = pending[position]
-                    position += 1
-                    if decoder.finished:
-                        self._after_end()
-                    out = feed(event.data, event.event)
-            else:
-                stop = position + self._batch
-                for event in pending[position:stop] if position or stop < count else pending:
-                    if decoder.finished:
-                        self._after_end()
-                    out += feed(event.data, event.event)
-                position = min(stop, count)
-            self._pending_at = position
-            if decoder.finished:
-                await self._finish(position < count)
-                return out
-            if out:
-                self._batch = _BATCH
-                return out
-            if position < count:  # a batch of events that make nothing (pings): read on in what arrived
-                continue
+            count = len(datas)
+            if position < count:
+                names = self._names
+                if self._batch == 1:  # the first events: one at a time until one gives something
+                    while position < count and not out and not decoder.finished:
+                        position = feed(datas, names, position, position + 1, out)
+                else:
+                    position = feed(datas, names, position, min(position + self._batch, count), out)
+                self._pending_at = position
+                if decoder.finished:
+                    await self._finish(position < count)
+                    return out
+                if out:
+                    self._batch = _BATCH
+                    return out
+                if position < count:  # a batch of events that make nothing (pings): read on in what arrived
+                    continue
             chunk = await self._next_chunk()
             if chunk is None:  # the body ended
-                for event in sse.close():
+                for event in self._sse.close():
                     if decoder.finished:
                         self._after_end()
-                    out.extend(feed(event.data, event.event))
+                    out.extend(decoder.feed(event.data, event.event))
                 if not decoder.finished:
                     out.extend(decoder.end())
                 self._done = True
                 await self._release()
                 return out
-            events = sse.feed(chunk)
+            datas, names = self._sse.read(chunk)
             now = time.monotonic()
-            if events:
+            if datas:
                 self._last = now
-                self._pending = events
+                self._datas = datas
+                self._names = names
                 self._pending_at = 0
             transport = self._transport
             if transport.stream_timeout is not None and now > self._deadline:
@@ -344,7 +387,7 @@ class EventStream:
                     f"the stream ran longer than {transport.stream_timeout:g} s", provider=self._provider
                 )
             idle = transport.stream_idle_timeout
-            if idle is not None and not events and now - self._last > idle:
+            if idle is not None and not datas and now - self._last > idle:
                 raise TransportError(f"the stream sent no event for {idle:g} s", provider=self._provider)
 
     async def _finish(self, more: bool) -> None:

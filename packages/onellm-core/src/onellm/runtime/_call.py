@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -538,14 +538,51 @@ class StreamingAnswer(AsyncIterator[StreamEvent], Generic[T]):
         self._start = start
         self._call: ModelCall | None = None
         self._events: AsyncIterator[StreamEvent] | None = None
+        self._batches: Callable[[], Awaitable[list[StreamEvent]]] | None = None
+        self._ready: list[StreamEvent] = []
+        """The events of the run read last, already in the answer; `_position` is the next to give out."""
+        self._position = 0
+        self._refused: Exception | None = None
+        """The answer refused the event after the ready ones: raised once they are given out."""
+        self._accumulator: MessageAccumulator | None = None
         self._result: AskResult[Any] | None = None
         self._error: BaseException | None = None
         self._done = False
 
-    def __aiter__(self) -> StreamingAnswer[Any]:
-        return self
+    def __aiter__(self) -> AsyncIterator[StreamEvent]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[StreamEvent]:
+        """What `async for` reads: `__anext__` in one generator, so an event costs no call of its own."""
+        while True:
+            position = self._position
+            ready = self._ready
+            if position < len(ready):
+                self._position = position + 1
+                yield ready[position]
+                continue
+            try:
+                event = await self._advance()
+            except StopAsyncIteration:
+                return
+            yield event
 
     async def __anext__(self) -> StreamEvent:
+        position = self._position
+        ready = self._ready
+        if position < len(ready):
+            self._position = position + 1
+            return ready[position]
+        return await self._advance()
+
+    async def _advance(self) -> StreamEvent:
+        """The next event when none is ready: opens the call, reads the provider's next run of events (each is in
+        the answer before the first is given out), or ends."""
+        refused = self._refused
+        if refused is not None:
+            self._refused = None
+            await self._fail(refused)
+            raise refused
         if self._done:
             if self._error is not None:
                 raise self._error
@@ -554,15 +591,21 @@ class StreamingAnswer(AsyncIterator[StreamEvent], Generic[T]):
             await self._open()
         call = self._call
         assert call is not None
-        assert self._events is not None
-        assert call.accumulator is not None
+        assert self._accumulator is not None
         try:
             if call.raw is None:
-                event = await self._events.__anext__()
+                events = await self._next_events()
             else:
                 with call._capturing():
-                    event = await self._events.__anext__()
-            call.accumulator.add(event)
+                    events = await self._next_events()
+            taken, refused = self._accumulator.add_many(events)
+            if refused is not None:
+                if not taken:
+                    raise refused
+                events = events[:taken]
+                self._refused = refused
+            self._ready = events
+            self._position = 1
         except StopAsyncIteration:
             self._done = True
             try:
@@ -573,16 +616,33 @@ class StreamingAnswer(AsyncIterator[StreamEvent], Generic[T]):
             raise
         except anyio.get_cancelled_exc_class() as cancelled:
             self._done = True
+            self._ready = []
             await self._close_events()
             self._error = await call._cancelled(cancelled)
             raise self._error from cancelled
         except Exception as error:
-            self._done = True
-            self._error = error
-            await self._close_events()
-            await call._failed(error)
+            await self._fail(error)
             raise
-        return event
+        return events[0]
+
+    async def _next_events(self) -> list[StreamEvent]:
+        """The provider's next run of events (one event from a stream that gives them one at a time)."""
+        if self._batches is not None:
+            events = await self._batches()
+            if not events:
+                raise StopAsyncIteration
+            return events
+        assert self._events is not None
+        return [await self._events.__anext__()]
+
+    async def _fail(self, error: Exception) -> None:
+        self._done = True
+        self._ready = []
+        self._error = error
+        await self._close_events()
+        call = self._call
+        assert call is not None
+        await call._failed(error)
 
     async def _open(self) -> None:
         try:
@@ -603,6 +663,8 @@ class StreamingAnswer(AsyncIterator[StreamEvent], Generic[T]):
                 raise
             raise StopAsyncIteration
         self._events = opened
+        self._batches = getattr(opened, "next_batch", None)  # an EventStream hands over its events in runs
+        self._accumulator = call.accumulator
 
     async def _close_events(self) -> None:
         events = self._events
@@ -638,6 +700,8 @@ class StreamingAnswer(AsyncIterator[StreamEvent], Generic[T]):
         """Stop reading. A stream left part-way saves its instance `stopped` with `cancelled: true`."""
         if self._call is not None and not self._done:
             self._done = True
+            self._ready = []
+            self._refused = None
             await self._close_events()
             self._error = await self._call._cancelled(RuntimeError("the stream was closed before it ended"))
 

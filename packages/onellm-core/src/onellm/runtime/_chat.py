@@ -66,7 +66,7 @@ class ChatSession:
         self.instance: Instance = instance
         self.system = system
         self.options = dict(options or {})
-        self._lock = anyio.Lock()
+        self._lock = anyio.Lock(fast_acquire=True)  # no pass through the event loop when no turn runs
 
     def __repr__(self) -> str:
         return f"ChatSession({self.resolved.qualified_name!r}, instance={self.instance.id!r})"

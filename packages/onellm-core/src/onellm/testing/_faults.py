@@ -65,6 +65,13 @@ class FaultyOs:
             return os.write(fd, view[: len(view) // 2])  # the disk fills up half way through
         raise self._error(errno.ENOSPC)
 
+    def writev(self, fd: int, buffers: Any) -> int:
+        """`os.writev`, failing as `write` does: half of what is asked, then no space left."""
+        if self.fault == "read-only":
+            raise self._error(errno.EROFS)
+        joined = b"".join(bytes(buffer) for buffer in buffers)
+        return self.write(fd, joined)
+
 
 @contextlib.contextmanager
 def disk_fault(fault: str) -> Iterator[FaultyOs]:

@@ -266,7 +266,8 @@ def _body(text: str, indent: int, out: list[str]) -> None:
 
 
 def _after_key(value: Any, indent: int, out: list[str], seq: int) -> None:
-    if isinstance(value, str):
+    kind = type(value)
+    if kind is str or (kind is not dict and kind is not list and isinstance(value, str)):
         if "\n" in value and literal_ok(value):
             out.append(": |\n" if value.endswith("\n") else ": |-\n")
             _body(value, indent + 2, out)
@@ -274,13 +275,13 @@ def _after_key(value: Any, indent: int, out: list[str], seq: int) -> None:
             out.append(": ")
             out.append(value if _plain_ok(value) else quote(value))
             out.append("\n")
-    elif isinstance(value, Mapping):
+    elif kind is dict or (kind is not list and isinstance(value, Mapping)):
         if value:
             out.append(":\n")
             _mapping(value, indent + 2, out, None, seq)
         else:
             out.append(": {}\n")
-    elif isinstance(value, list | tuple):
+    elif kind is list or isinstance(value, list | tuple):
         if value:
             out.append(":\n")
             _sequence(value, indent + seq, out, seq)
@@ -295,17 +296,18 @@ def _after_key(value: Any, indent: int, out: list[str], seq: int) -> None:
 def _mapping(data: Mapping[Any, Any], indent: int, out: list[str], first: str | None, seq: int) -> None:
     pad = " " * indent
     lead = pad if first is None else first
+    good = good_keys
     for key, value in data.items():
         out.append(lead)
         lead = pad
-        out.append(key_text(key, pad))
+        out.append(key if key in good else key_text(key, pad))  # a key checked before is written as it is
         _after_key(value, indent, out, seq)
 
 
 def _sequence(items: list[Any] | tuple[Any, ...], indent: int, out: list[str], seq: int) -> None:
     pad = " " * indent
     for item in items:
-        if isinstance(item, Mapping) and item:
+        if (type(item) is dict or isinstance(item, Mapping)) and item:
             _mapping(item, indent + 2, out, pad + "- ", seq)
         elif isinstance(item, list | tuple) and item:
             out.append(pad + "-\n")

@@ -18,7 +18,7 @@ Whole and streamed answers build their message through the same stream events, s
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -67,6 +67,7 @@ from onellm.providers._errors import error_from_status
 from onellm.providers._http import ErrorDetail
 from onellm.providers._request import ChatRequest, ChatResponse
 from onellm.providers._stream import response_from
+from onellm.providers._wire import fragment, inner, reused
 from onellm.providers.anthropic._schema import for_anthropic
 
 __all__ = [
@@ -148,13 +149,15 @@ def encode_messages_request(
     max_tokens: int,
     api_version: str = DEFAULT_API_VERSION,
     stream: bool = False,
+    reuse: bool = False,
 ) -> tuple[dict[str, Any], list[CallWarning]]:
     """The `/v1/messages` body for a request, and the codec's notices (stripped parameters, strict mode turned off).
-    The request is not changed."""
+    The request is not changed. `reuse`: each message's content blocks are encoded once while it is unchanged and
+    sent as `msgspec.Raw` fragments (`providers._wire`)."""
     warnings: list[CallWarning] = []
     cache_control = _cache_control(request)
     body: dict[str, Any] = {"model": request.model, "max_tokens": request.max_output_tokens or max_tokens}
-    body["messages"] = _messages(request, cache_control, warnings)
+    body["messages"] = _messages(request, cache_control, warnings, reuse)
     if request.system:
         body["system"] = request.system
     strip_sampling = _version_rejects_sampling(api_version)
@@ -321,49 +324,84 @@ def _response_format(request: ChatRequest, output_config: dict[str, Any], warnin
     output_config["format"] = {"type": "json_schema", "schema": converted.schema}
 
 
-class _Turns:
-    """Wire messages under construction: a new block of the same role as the last message joins it."""
-
-    __slots__ = ("messages",)
-
-    def __init__(self) -> None:
-        self.messages: list[dict[str, Any]] = []
-
-    def add(self, role: str, blocks: list[dict[str, Any]]) -> None:
-        if not blocks:
-            return
-        if self.messages and self.messages[-1]["role"] == role:
-            self.messages[-1]["content"].extend(blocks)
-        else:
-            self.messages.append({"role": role, "content": blocks})
-
-
-def _messages(request: ChatRequest, cache_control: dict[str, Any], warnings: list[CallWarning]) -> list[dict[str, Any]]:
-    turns = _Turns()
+def _messages(
+    request: ChatRequest, cache_control: dict[str, Any], warnings: list[CallWarning], reuse: bool
+) -> list[dict[str, Any]]:
+    """The wire messages: each turn's blocks in order (its user blocks, its assistant blocks, the results of its tool
+    calls), a block joining the last message when it has the same role. One plain text block is sent as a string,
+    as the API's own examples do."""
     caching = request.cache is None or request.cache.enabled
+    control = _ENCODE(cache_control)
+    out: list[dict[str, Any]] = []
+    role: str | None = None
+    content: list[tuple[Any, Any]] = []
     for position, message in enumerate(request.messages):
-        produced: list[dict[str, Any]] = []
-        if message.user:
-            blocks = [_user_block(part, f"messages[{position}].user[{i}]") for i, part in enumerate(message.user)]
-            produced.extend(blocks)
-            turns.add("user", blocks)
-        if message.assistant or message.tool_calls:
-            assistant, results = _assistant_blocks(message, position, warnings)
-            produced.extend(assistant)
-            produced.extend(results)
-            turns.add("assistant", assistant)
-            turns.add("user", results)
-        if message.cache and caching:
-            for block in reversed(produced):
-                if block.get("type") not in _CACHEABLE_SKIP:
-                    block["cache_control"] = dict(cache_control)
-                    break
-    out = turns.messages
-    for wire in out:  # one plain text block is sent as a string, as the API's own examples do
-        content = wire["content"]
-        if len(content) == 1 and content[0].get("type") == "text" and len(content[0]) == 2:
-            wire["content"] = content[0]["text"]
+        marked = message.cache and caching
+        blocks: Sequence[tuple[str, Any, Any]]
+        if reuse:
+            key = ("anthropic", control if marked else None)
+            blocks = reused(message, key, _fragments, position, cache_control, marked, warnings)
+        else:
+            blocks = _message_blocks(message, position, cache_control, marked, warnings)
+        for block_role, block, text in blocks:
+            if block_role != role:
+                role = block_role
+                content = []
+                out.append({"role": role, "content": content})
+            content.append((block, text))
+    for wire in out:
+        pairs = wire["content"]
+        if len(pairs) == 1 and pairs[0][1] is not None:
+            wire["content"] = pairs[0][1]
+        else:
+            wire["content"] = [block for block, _ in pairs]
     return out
+
+
+_ENCODE = msgspec.json.Encoder(decimal_format="number").encode
+
+
+def _fragments(
+    message: Message, position: int, cache_control: dict[str, Any], marked: bool, warnings: list[CallWarning]
+) -> tuple[tuple[tuple[str, msgspec.Raw, msgspec.Raw | None], ...], bool]:
+    """`_message_blocks` encoded, and whether they may be kept (not when a block was left out with a notice)."""
+    given = len(warnings)
+    blocks = _message_blocks(message, position, cache_control, marked, warnings)
+    encoded = []
+    for role, block, text in blocks:
+        raw = fragment(block)
+        alone = None
+        if text is not None:  # the text's JSON inside the block's, as a string of its own: the same bytes, shared
+            alone = inner(raw, _TEXT_BLOCK_HEAD, b"}") or fragment(text)
+        encoded.append((role, raw, alone))
+    return tuple(encoded), len(warnings) == given
+
+
+_TEXT_BLOCK_HEAD = b'{"type":"text","text":'
+
+
+def _message_blocks(
+    message: Message, position: int, cache_control: dict[str, Any], marked: bool, warnings: list[CallWarning]
+) -> list[tuple[str, dict[str, Any], str | None]]:
+    """One turn's blocks in order as (role, block, the block's text when it is plain text and may stand alone)."""
+    produced: list[tuple[str, dict[str, Any]]] = []
+    if message.user:
+        produced.extend(
+            ("user", _user_block(part, f"messages[{position}].user[{i}]")) for i, part in enumerate(message.user)
+        )
+    if message.assistant or message.tool_calls:
+        assistant, results = _assistant_blocks(message, position, warnings)
+        produced.extend(("assistant", block) for block in assistant)
+        produced.extend(("user", block) for block in results)
+    if marked:
+        for _, block in reversed(produced):
+            if block.get("type") not in _CACHEABLE_SKIP:
+                block["cache_control"] = dict(cache_control)
+                break
+    return [
+        (role, block, block["text"] if block.get("type") == "text" and len(block) == 2 else None)
+        for role, block in produced
+    ]
 
 
 def _user_block(part: Part, path: str) -> dict[str, Any]:
@@ -753,6 +791,15 @@ class _Event(msgspec.Struct):
 
 
 _event_decoder = msgspec.json.Decoder(_Event, float_hook=Decimal)
+
+
+def _decode_event(data: bytes) -> _Event:
+    try:
+        return _event_decoder.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as error:
+        raise MalformedResponseError(f"a stream event does not decode: {error}", provider=PROVIDER) from error
+
+
 _MESSAGE_EVENTS = frozenset(
     {"content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop"}
 )
@@ -837,10 +884,35 @@ class MessagesStreamDecoder:
         )
 
     def feed(self, data: bytes, event_name: str | None = None) -> list[StreamEvent]:
-        try:
-            event = _event_decoder.decode(data)
-        except (msgspec.DecodeError, msgspec.ValidationError) as error:
-            raise MalformedResponseError(f"a stream event does not decode: {error}", provider=PROVIDER) from error
+        return self._event(_decode_event(data), event_name, data)
+
+    def feed_batch(
+        self, datas: list[bytes], names: list[str | None] | None, start: int, stop: int, out: list[StreamEvent]
+    ) -> int:
+        """Decode the events `start` to `stop` into `out`; stops after `message_stop` and returns where it stopped."""
+        opened = self._open
+        decode = _event_decoder.decode
+        for position in range(start, stop):
+            data = datas[position]
+            try:
+                event = decode(data)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                event = _decode_event(data)  # raises the error with its message
+            name = None if names is None else names[position]
+            if event.type == "content_block_delta" and self._started and (name is None or name == event.type):
+                # the common event: one more piece of an open text block
+                delta = event.delta
+                block = opened.get(event.index)
+                if delta is not None and delta.type == "text_delta" and block is not None and block.kind == "text":
+                    if delta.text:
+                        out.append(TextDelta(event.index, delta.text))
+                    continue
+            out += self._event(event, name, data)
+            if self.finished:
+                return position + 1
+        return stop
+
+    def _event(self, event: _Event, event_name: str | None, data: bytes) -> list[StreamEvent]:
         kind = event.type
         if event_name is not None and event_name != kind:
             raise MalformedResponseError(

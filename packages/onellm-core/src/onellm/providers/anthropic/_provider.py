@@ -142,7 +142,7 @@ class AnthropicProvider(HttpProvider):
         warnings: list[CallWarning] = []
         max_tokens = self._max_tokens(request, self._profile(request), warnings)
         body, notices = encode_messages_request(
-            request, max_tokens=max_tokens, api_version=self.api_version, stream=stream
+            request, max_tokens=max_tokens, api_version=self.api_version, stream=stream, reuse=True
         )
         return body, [*warnings, *notices]
 

@@ -340,6 +340,9 @@ class BedrockFrames:
         messages = self._reader.feed(chunk)
         return [event for message in messages if (event := self._event(message)) is not None]
 
+    def read(self, chunk: bytes) -> tuple[list[bytes], list[str | None] | None]:
+        return [event.data for event in self.feed(chunk)], None
+
     def close(self) -> list[SseEvent]:
         self._reader.close()
         return []

@@ -173,7 +173,7 @@ class GeminiProvider(GeminiMedia, HttpProvider):
 
     def _body(self, request: ChatRequest) -> tuple[dict[str, Any], list[CallWarning]]:
         schema_form, thinking = self._settings(request)
-        return encode_request(request, schema_form=schema_form, thinking=thinking)
+        return encode_request(request, schema_form=schema_form, thinking=thinking, reuse=True)
 
     def _model_path(self, model: str) -> str:
         if model.startswith(("models/", "tunedModels/")):

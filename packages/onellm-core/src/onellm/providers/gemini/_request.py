@@ -9,7 +9,10 @@ their kept raw parts.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+import msgspec
 
 from onellm.errors import CapabilityMissingError, UnsupportedParameterError
 from onellm.messages import (
@@ -28,6 +31,7 @@ from onellm.messages import (
 )
 from onellm.providers._content import asset_base64, asset_media_type, json_text, result_text
 from onellm.providers._request import ChatRequest
+from onellm.providers._wire import fragment, reused
 from onellm.providers.gemini._schema import openapi_schema
 
 __all__ = [
@@ -65,24 +69,40 @@ HOSTED_TOOLS = {
 # -- conversation --------------------------------------------------------------------------------------------------
 
 
-def _contents(messages: list[Message]) -> list[dict[str, Any]]:
+def _contents(messages: list[Message], reuse: bool = False) -> list[dict[str, Any]]:
     contents: list[dict[str, Any]] = []
-
-    def add(role: str, parts: list[dict[str, Any]]) -> None:
-        if not parts:
-            return
-        if contents and contents[-1]["role"] == role:
-            contents[-1]["parts"].extend(parts)
-        else:
-            contents.append({"role": role, "parts": parts})
-
+    role: str | None = None
+    parts: list[Any] = []
     for message in messages:
-        add("user", [_user_part(p) for p in message.user])
-        if message.assistant or message.tool_calls:
-            add("model", _model_parts(message))
-            results = [_function_response(call) for call in message.tool_calls if call.result is not None]
-            add("user", results)
+        found: Sequence[tuple[str, Any]]
+        if reuse:
+            found = reused(message, _KEY, _fragments)
+        else:
+            found = _message_parts(message)
+        for part_role, part in found:
+            if part_role != role:
+                role = part_role
+                parts = []
+                contents.append({"role": role, "parts": parts})
+            parts.append(part)
     return contents
+
+
+_KEY = ("gemini",)
+
+
+def _fragments(message: Message) -> tuple[tuple[tuple[str, msgspec.Raw], ...], bool]:
+    return tuple((role, fragment(part)) for role, part in _message_parts(message)), True
+
+
+def _message_parts(message: Message) -> list[tuple[str, dict[str, Any]]]:
+    """One turn's parts in order with their roles: the user's, the model's, then the results of its tool calls (a
+    part joins the last content when it has the same role)."""
+    out: list[tuple[str, dict[str, Any]]] = [("user", _user_part(p)) for p in message.user]
+    if message.assistant or message.tool_calls:
+        out.extend(("model", part) for part in _model_parts(message))
+        out.extend(("user", _function_response(call)) for call in message.tool_calls if call.result is not None)
+    return out
 
 
 def _user_part(part: Part) -> dict[str, Any]:
@@ -243,11 +263,13 @@ def encode_request(
     *,
     schema_form: str = "responseJsonSchema",
     thinking: ThinkingStyle = "auto",
+    reuse: bool = False,
 ) -> tuple[dict[str, Any], list[CallWarning]]:
     """The `generateContent` body for a request, and the notices about settings it dropped (the request is not
-    changed)."""
+    changed). `reuse`: each message's parts are encoded once while it is unchanged and sent as `msgspec.Raw`
+    fragments (`providers._wire`)."""
     warnings: list[CallWarning] = []
-    body: dict[str, Any] = {"contents": _contents(request.messages)}
+    body: dict[str, Any] = {"contents": _contents(request.messages, reuse)}
     if request.system:
         body["systemInstruction"] = {"parts": [{"text": request.system}]}
     tools: list[dict[str, Any]] = []

@@ -111,6 +111,40 @@ def usage_from(wire: dict[str, Any], *, model: str | None) -> Usage:
     )
 
 
+class _TextPart(msgspec.Struct, forbid_unknown_fields=True):
+    """A part that is text (or a thought) and nothing else."""
+
+    text: str
+    thought: bool = False
+    thoughtSignature: str | None = None
+
+
+class _Content(msgspec.Struct):
+    parts: list[_TextPart] | None = None
+
+
+class _Candidate(msgspec.Struct, forbid_unknown_fields=True):
+    content: _Content | None = None
+    finishReason: str | None = None
+    index: int | None = None
+
+
+_NO_USAGE = msgspec.Raw(b"")
+
+
+class _Chunk(msgspec.Struct, forbid_unknown_fields=True):
+    """The common chunk of a stream: text parts of the first candidate, usage and the model's names; a chunk with
+    anything else fails to decode as this and is read as plain data."""
+
+    candidates: list[_Candidate] | None = None
+    usageMetadata: msgspec.Raw = _NO_USAGE  # read when the answer ends
+    modelVersion: str | None = None
+    responseId: str | None = None
+
+
+_decode_chunk = msgspec.json.Decoder(_Chunk).decode
+
+
 class _Hosted:
     __slots__ = ("index", "inputs", "replay", "tool")
 
@@ -144,6 +178,7 @@ class ResponseDecoder:
         "_thought_text",
         "_tool_called",
         "_usage",
+        "_usage_raw",
         "finished",
         "model",
         "response_id",
@@ -165,6 +200,7 @@ class ResponseDecoder:
         self._blocked = False
         self._grounding: dict[str, Any] | None = None
         self._usage: dict[str, Any] | None = None
+        self._usage_raw: msgspec.Raw | None = None
         self._extension: dict[str, Any] = {}
         self.model: str | None = None
         self.response_id: str | None = None
@@ -174,15 +210,105 @@ class ResponseDecoder:
 
     def feed(self, data: bytes, event: str | None = None) -> list[StreamEvent]:
         """One streamed chunk's JSON (Gemini names no events)."""
+        events: list[StreamEvent] = []
+        self.feed_batch([data], None, 0, 1, events)
+        return events
+
+    def feed_batch(
+        self, datas: list[bytes], names: list[str | None] | None, start: int, stop: int, out: list[StreamEvent]
+    ) -> int:
+        """Decode the chunks `start` to `stop` into `out` (a stream has no end event: all are read). A chunk of text
+        parts only is read through typed structs; any other as plain data."""
+        for position in range(start, stop):
+            data = datas[position]
+            try:
+                fast = _decode_chunk(data)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                fast = None
+            if fast is None or not self._read_text_chunk(fast, out):
+                out += self.feed_object(self._plain(data))
+        return stop
+
+    @staticmethod
+    def _plain(data: bytes) -> dict[str, Any]:
         try:
             chunk = _decode(data)
         except msgspec.DecodeError as error:
             raise MalformedResponseError(f"a streamed chunk is not valid JSON: {error}", provider=PROVIDER) from error
         if not isinstance(chunk, dict):
             raise MalformedResponseError("a streamed chunk is not a JSON object", provider=PROVIDER)
-        return self.feed_object(chunk)
+        return chunk
+
+    def _read_text_chunk(self, chunk: _Chunk, events: list[StreamEvent]) -> bool:
+        """What `feed_object` does with a chunk of text parts, read from its typed form; False (and nothing done)
+        when a candidate other than the first is in it."""
+        candidates = chunk.candidates
+        if candidates is not None:
+            for candidate in candidates:
+                if candidate.index:
+                    return False
+        if not self._started:
+            self._started = True
+            self.model = chunk.modelVersion
+            self.response_id = chunk.responseId
+            events.append(MessageStart(model=self.model, response_id=self.response_id))
+        if chunk.usageMetadata:
+            self._usage_raw = chunk.usageMetadata
+        for candidate in candidates or ():
+            content = candidate.content
+            if content is not None and content.parts:
+                for part in content.parts:
+                    text = part.text
+                    index = self._text
+                    if index is not None and text and not part.thought and part.thoughtSignature is None:
+                        self._texts[-1][1].append(text)  # more of the open text block
+                        events.append(TextDelta(index, text))
+                    else:
+                        self._text_part(text, part.thought, part.thoughtSignature, events)
+            if candidate.finishReason is not None:
+                self._finish = candidate.finishReason
+        return True
+
+    def _text_part(self, text: str, thought: bool, signature: str | None, events: list[StreamEvent]) -> None:
+        """`_part` for a part of text alone (with its thought flag and signature)."""
+        if thought:
+            self._close_text()
+            if self._thought is None:
+                self._thought = self._index()
+            if text:
+                self._thought_text.append(text)
+                events.append(ReasoningDelta(self._thought, text))
+            if signature is not None:
+                self._thought_signature = signature
+            return
+        if self._thought is not None:
+            self._close_thought(events)
+        if signature is not None:
+            self._close_text()
+            events.append(
+                ReasoningEnd(index=self._index(), provider=PROVIDER, data={"signature": signature, "on": "text"})
+            )
+        if text:
+            if self._text is None:
+                self._text = self._index()
+                self._texts.append((self._text, []))
+            self._texts[-1][1].append(text)
+            events.append(TextDelta(self._text, text))
+
+    def _usage_so_far(self) -> None:
+        """Read the usage a typed chunk left undecoded (a later plain chunk's usage replaces it)."""
+        raw = self._usage_raw
+        if raw is not None:
+            self._usage_raw = None
+            try:
+                usage = _decode(raw)
+            except msgspec.DecodeError as error:
+                raise MalformedResponseError(f"the usage is not valid JSON: {error}", provider=PROVIDER) from error
+            if isinstance(usage, dict):
+                self._usage = usage
 
     def feed_object(self, chunk: dict[str, Any]) -> list[StreamEvent]:
+        self._usage_so_far()
         error = chunk.get("error")
         if isinstance(error, dict):
             message = str(error.get("message") or "the stream reported an error")
@@ -391,6 +517,7 @@ class ResponseDecoder:
             raise MalformedResponseError("the answer ended before any response arrived", provider=PROVIDER)
         if require_finish_reason and self._finish is None and not self._blocked:
             raise MalformedResponseError("the stream ended before the answer finished", provider=PROVIDER)
+        self._usage_so_far()
         self.finished = True
         events: list[StreamEvent] = []
         self._close_thought(events)

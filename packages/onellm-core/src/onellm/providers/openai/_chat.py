@@ -46,6 +46,7 @@ from onellm.messages import (
 from onellm.providers._content import asset_base64, asset_url, json_text, result_text, strict_schema
 from onellm.providers._request import ChatRequest, ChatResponse, FinishReason, ToolDefinition
 from onellm.providers._stream import response_from
+from onellm.providers._wire import fragment, reused
 from onellm.providers.openai._schema import for_openai
 
 __all__ = [
@@ -111,12 +112,13 @@ def finish_reason(value: str | None) -> FinishReason | None:
 
 
 def encode_chat_request(
-    request: ChatRequest, flavor: ChatFlavor, *, stream: bool = False
+    request: ChatRequest, flavor: ChatFlavor, *, stream: bool = False, reuse: bool = False
 ) -> tuple[dict[str, Any], list[CallWarning]]:
     """The request body as plain data, in the order the fields are documented, and the codec's notices (the request
-    is not changed); raises `UnsupportedParameterError` for what the server cannot do at all."""
+    is not changed); raises `UnsupportedParameterError` for what the server cannot do at all. `reuse`: each message's
+    wire messages are encoded once while it is unchanged and sent as `msgspec.Raw` fragments (`providers._wire`)."""
     warnings: list[CallWarning] = []
-    body: dict[str, Any] = {"model": request.model, "messages": _messages(request)}
+    body: dict[str, Any] = {"model": request.model, "messages": _messages(request, reuse)}
     if request.max_output_tokens is not None:
         body["max_completion_tokens" if flavor.first_party else "max_tokens"] = request.max_output_tokens
     if request.temperature is not None:
@@ -220,20 +222,37 @@ def _tool(tool: ToolDefinition, warnings: list[CallWarning]) -> dict[str, Any]:
     return {"type": "function", "function": function}
 
 
-def _messages(request: ChatRequest) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+def _messages(request: ChatRequest, reuse: bool) -> list[Any]:
+    out: list[Any] = []
     if request.system:
         out.append({"role": "system", "content": request.system})
     for message in request.messages:
-        if message.user:
-            out.append({"role": "user", "content": _user_content(message)})
-        if message.assistant or message.tool_calls:
-            out.append(_assistant(message))
-            out.extend(
-                {"role": "tool", "tool_call_id": call.id or "", "content": result_text(call.result)}
-                for call in message.tool_calls
-                if call.result is not None
-            )
+        if reuse:
+            out += reused(message, _KEY, _fragments)
+        else:
+            out += _wire_messages(message)
+    return out
+
+
+_KEY = ("openai-chat",)
+
+
+def _fragments(message: Message) -> tuple[tuple[msgspec.Raw, ...], bool]:
+    return tuple(fragment(wire) for wire in _wire_messages(message)), True
+
+
+def _wire_messages(message: Message) -> list[dict[str, Any]]:
+    """One turn's wire messages: the user's, the assistant's, then one per tool result."""
+    out: list[dict[str, Any]] = []
+    if message.user:
+        out.append({"role": "user", "content": _user_content(message)})
+    if message.assistant or message.tool_calls:
+        out.append(_assistant(message))
+        out.extend(
+            {"role": "tool", "tool_call_id": call.id or "", "content": result_text(call.result)}
+            for call in message.tool_calls
+            if call.result is not None
+        )
     return out
 
 
@@ -531,7 +550,17 @@ class ChatStreamDecoder:
     (by the wire's own tool-call index). `[DONE]` ends the stream; an `error` object mid-stream is a `ProviderError`.
     """
 
-    __slots__ = ("_blocks", "_finish", "_flavor", "_open_calls", "_refused", "_started", "_usage", "finished")
+    __slots__ = (
+        "_blocks",
+        "_finish",
+        "_flavor",
+        "_open_calls",
+        "_refused",
+        "_started",
+        "_text",
+        "_usage",
+        "finished",
+    )
 
     def __init__(self, flavor: ChatFlavor) -> None:
         self._flavor = flavor
@@ -541,6 +570,7 @@ class ChatStreamDecoder:
         self._finish: str | None = None
         self._refused = False
         self._usage: Usage | None = None
+        self._text: int | None = None  # the text block's index, once it has one
         self.finished = False
 
     def _index(self, kind: str, key: int = 0) -> tuple[int, bool]:
@@ -553,17 +583,52 @@ class ChatStreamDecoder:
         return index, True
 
     def feed(self, data: bytes, event: str | None = None) -> list[StreamEvent]:
-        if data == b"[DONE]":
-            return self.finish()
-        try:
-            chunk = _chunk_decoder.decode(data)
-        except (msgspec.DecodeError, msgspec.ValidationError) as error:
-            raise MalformedResponseError(
-                f"a streamed chunk does not decode: {error}", provider=self._flavor.provider
-            ) from error
+        events: list[StreamEvent] = []
+        self.feed_batch([data], None, 0, 1, events)
+        return events
+
+    def feed_batch(
+        self, datas: list[bytes], names: list[str | None] | None, start: int, stop: int, out: list[StreamEvent]
+    ) -> int:
+        """Decode the events `start` to `stop` into `out`; stops after `[DONE]` and returns where it stopped."""
+        decode = _chunk_decoder.decode
+        for position in range(start, stop):
+            data = datas[position]
+            if data == b"[DONE]":
+                out += self.finish()
+                return position + 1
+            try:
+                chunk = decode(data)
+            except (msgspec.DecodeError, msgspec.ValidationError) as error:
+                raise MalformedResponseError(
+                    f"a streamed chunk does not decode: {error}", provider=self._flavor.provider
+                ) from error
+            choices = chunk.choices
+            if self._text is not None and len(choices) == 1 and chunk.usage is None and chunk.error is None:
+                # the common chunk: one more piece of text
+                choice = choices[0]
+                delta = choice.delta
+                if (
+                    choice.index == 0
+                    and delta is not None
+                    and delta.content
+                    and choice.finish_reason is None
+                    and not (
+                        delta.reasoning_content
+                        or delta.reasoning
+                        or delta.annotations
+                        or delta.refusal
+                        or delta.tool_calls
+                    )
+                ):
+                    out.append(TextDelta(self._text, delta.content))
+                    continue
+            self._chunk(chunk, out)
+        return stop
+
+    def _chunk(self, chunk: _Chunk, events: list[StreamEvent]) -> None:
         if chunk.error is not None:
             raise ProviderError(chunk.error.message or "the stream reported an error", provider=self._flavor.provider)
-        events: list[StreamEvent] = []
         if not self._started:
             self._started = True
             events.append(MessageStart(model=chunk.model, response_id=chunk.id))
@@ -580,7 +645,6 @@ class ChatStreamDecoder:
             if usage is not None:
                 self._usage = usage
                 events.append(UsageEvent(usage))
-        return events
 
     def _delta(self, delta: _Delta, events: list[StreamEvent]) -> None:
         reasoning = delta.reasoning_content or delta.reasoning
@@ -589,9 +653,11 @@ class ChatStreamDecoder:
             events.append(ReasoningDelta(index, reasoning))
         if delta.content:
             index, _ = self._index("text")
+            self._text = index
             events.append(TextDelta(index, delta.content))
         if delta.annotations:
             index, _ = self._index("text")
+            self._text = index
             events.extend(AnnotationEvent(index, a) for a in _annotations(delta.annotations))
         if delta.refusal:
             self._refused = True

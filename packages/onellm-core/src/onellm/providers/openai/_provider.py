@@ -78,7 +78,7 @@ class OpenAICompatibleProvider(HttpProvider):
         self, request: ChatRequest, *, stream: bool = False
     ) -> tuple[HttpCall, ChatFlavor, list[CallWarning]]:
         flavor = self._flavor(self._profile(request))
-        body, warnings = encode_chat_request(request, flavor, stream=stream)
+        body, warnings = encode_chat_request(request, flavor, stream=stream, reuse=True)
         return self._call("POST", "/chat/completions", body, stream=stream), flavor, warnings
 
     async def send(self, request: ChatRequest) -> ChatResponse:
@@ -91,7 +91,7 @@ class OpenAICompatibleProvider(HttpProvider):
         flavor = self._flavor(self._profile(request))
 
         def prepare() -> tuple[HttpCall, list[CallWarning]]:
-            body, warnings = encode_chat_request(request, flavor, stream=True)
+            body, warnings = encode_chat_request(request, flavor, stream=True, reuse=True)
             return self._call("POST", "/chat/completions", body, stream=True), warnings
 
         return self._events(prepare, ChatStreamDecoder(flavor))
@@ -276,7 +276,11 @@ class OpenAIProvider(OpenAIMedia, OpenAICompatibleProvider):
     ) -> tuple[dict[str, Any], list[CallWarning]]:
         properties = {**self._properties, **self._profile(request).properties}
         return encode_responses_request(
-            request, stream=stream, store=self.store, prompt_cache_options=bool(properties.get("promptCacheOptions"))
+            request,
+            stream=stream,
+            store=self.store,
+            prompt_cache_options=bool(properties.get("promptCacheOptions")),
+            reuse=True,
         )
 
     async def send(self, request: ChatRequest) -> ChatResponse:

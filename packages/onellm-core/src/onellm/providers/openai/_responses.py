@@ -51,6 +51,7 @@ from onellm.messages import (
 from onellm.providers._content import asset_base64, asset_url, json_text, result_text, strict_schema
 from onellm.providers._request import ChatRequest, ChatResponse
 from onellm.providers._stream import response_from
+from onellm.providers._wire import fragment, reused
 from onellm.providers.openai._schema import for_openai
 
 __all__ = ["ResponsesStreamDecoder", "decode_response", "encode_responses_request", "response_events"]
@@ -72,11 +73,17 @@ HOSTED_ITEMS = {
 
 
 def encode_responses_request(
-    request: ChatRequest, *, stream: bool = False, store: bool = False, prompt_cache_options: bool = False
+    request: ChatRequest,
+    *,
+    stream: bool = False,
+    store: bool = False,
+    prompt_cache_options: bool = False,
+    reuse: bool = False,
 ) -> tuple[dict[str, Any], list[CallWarning]]:
     """The `/responses` body for a request, and the codec's notices (the request is not changed).
     `prompt_cache_options`: the model takes a cache time to live as `prompt_cache_options.ttl` (its catalog property
-    `promptCacheOptions`)."""
+    `promptCacheOptions`). `reuse`: each message's input items are encoded once while it is unchanged and sent as
+    `msgspec.Raw` fragments (`providers._wire`)."""
     warnings: list[CallWarning] = []
     if request.stop_sequences:
         raise UnsupportedParameterError(
@@ -85,7 +92,7 @@ def encode_responses_request(
             model=request.model,
         )
     custom = {h.name for h in request.hosted_tools if h.type == "custom" and h.name}
-    body: dict[str, Any] = {"model": request.model, "input": _input(request, custom)}
+    body: dict[str, Any] = {"model": request.model, "input": _input(request, custom, reuse)}
     if request.system:
         body["instructions"] = request.system
     if request.max_output_tokens is not None:
@@ -183,13 +190,28 @@ def encode_responses_request(
     return body, warnings
 
 
-def _input(request: ChatRequest, custom: set[str]) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
+def _input(request: ChatRequest, custom: set[str], reuse: bool) -> list[Any]:
+    items: list[Any] = []
     for message in request.messages:
-        if message.user:
-            items.append({"role": "user", "content": _user_content(message.user)})
-        if message.assistant or message.tool_calls:
-            _assistant_items(message, custom, items)
+        if not reuse:
+            items += _message_items(message, custom)
+            continue
+        # a custom tool's calls are written their own way: the names of the request's custom tools are in the key
+        key = ("openai-responses", tuple(sorted(custom)) if custom and message.tool_calls else ())
+        items += reused(message, key, _fragments, custom)
+    return items
+
+
+def _fragments(message: Message, custom: set[str]) -> tuple[tuple[msgspec.Raw, ...], bool]:
+    return tuple(fragment(item) for item in _message_items(message, custom)), True
+
+
+def _message_items(message: Message, custom: set[str]) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    if message.user:
+        items.append({"role": "user", "content": _user_content(message.user)})
+    if message.assistant or message.tool_calls:
+        _assistant_items(message, custom, items)
     return items
 
 
@@ -451,6 +473,15 @@ class _Event(msgspec.Struct):
 
 
 _event_decoder = msgspec.json.Decoder(_Event, float_hook=Decimal)
+
+
+def _decode_event(data: bytes) -> _Event:
+    try:
+        return _event_decoder.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as error:
+        raise MalformedResponseError(f"a stream event does not decode: {error}", provider=PROVIDER) from error
+
+
 _ANSWER_EVENTS = (
     "response.output_",
     "response.content_part.",
@@ -486,10 +517,32 @@ class ResponsesStreamDecoder:
         raise MalformedResponseError("the stream ended before the response completed", provider=PROVIDER)
 
     def feed(self, data: bytes, event_name: str | None = None) -> list[StreamEvent]:
-        try:
-            event = _event_decoder.decode(data)
-        except (msgspec.DecodeError, msgspec.ValidationError) as error:
-            raise MalformedResponseError(f"a stream event does not decode: {error}", provider=PROVIDER) from error
+        return self._event(_decode_event(data), event_name)
+
+    def feed_batch(
+        self, datas: list[bytes], names: list[str | None] | None, start: int, stop: int, out: list[StreamEvent]
+    ) -> int:
+        """Decode the events `start` to `stop` into `out`; stops after the response's end and returns where it
+        stopped."""
+        blocks = self._blocks
+        decode = _event_decoder.decode
+        for position in range(start, stop):
+            data = datas[position]
+            try:
+                event = decode(data)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                event = _decode_event(data)  # raises the error with its message
+            name = None if names is None else names[position]
+            kind = event.type
+            if kind == "response.output_text.delta" and self._started and (name is None or name == kind):
+                out.append(TextDelta(blocks.get(event.output_index, event.content_index, "text")[0], event.delta or ""))
+                continue
+            out += self._event(event, name)
+            if self.finished:
+                return position + 1
+        return stop
+
+    def _event(self, event: _Event, event_name: str | None) -> list[StreamEvent]:
         kind = event.type
         if event_name is not None and event_name != kind:
             raise MalformedResponseError(
