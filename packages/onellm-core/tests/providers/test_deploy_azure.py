@@ -3,7 +3,9 @@ with their categories, and deployment names as catalog aliases priced as their m
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
+import re
 from typing import Any
 
 import anyio
@@ -15,6 +17,8 @@ from onellm.catalog import Catalog
 from onellm.clock import FakeClock
 from onellm.errors import AuthError, BadRequestError, ConfigurationError, ContentFilterError
 from onellm.messages import Message, TextPart
+from onellm.providers._http import Headers
+from onellm.providers._media import ImageRequest, SpeechRequest, TranscriptionRequest
 from onellm.providers._protocols import EmbeddingRequest
 from onellm.providers._request import ChatRequest
 from onellm.providers.anthropic import AnthropicProvider
@@ -335,3 +339,91 @@ def test_deployment_names_become_aliases_priced_as_their_models() -> None:
     assert result.model == "openai:gpt-5.4"
     assert result.cost.total > 0
     assert [line.counter for line in result.cost.lines] == ["inputTokens", "outputTokens"]
+
+
+# -- media -----------------------------------------------------------------------------------------------------------
+# Azure OpenAI serves images and audio on the deployment path too (the inference spec's `images/generations` and
+# `audio/speech` operations; transcriptions and translations take the same form field `model` as OpenAI's). The answers
+# are OpenAI's own media fixtures: Azure answers these routes with the same bodies.
+
+MEDIA = DEPLOYMENTS.parent / "openai-media"
+
+
+def _media_answer(request: httpx.Request) -> httpx.Response:
+    leaf = request.url.path.rsplit("/", 2)
+    name = {
+        ("images", "generations"): "image-generate",
+        ("audio", "speech"): "speech-tts-1",
+        ("audio", "transcriptions"): "transcription-tokens",
+    }[(leaf[-2], leaf[-1])]
+    recorded = load(MEDIA / name / "case.json")["response"]
+    if "bodyBase64" in recorded:
+        return httpx.Response(200, headers=recorded["headers"], content=base64.b64decode(recorded["bodyBase64"]))
+    return httpx.Response(200, headers=recorded["headers"], content=ENCODE(recorded["body"]))
+
+
+def _media_calls(provider: OpenAIProvider) -> None:
+    async def go() -> None:
+        image = await provider.generate_image(ImageRequest(model="gpt-image-2", prompt="A cute baby sea otter"))
+        assert image.images[0].data.startswith(b"\x89PNG")
+        speech = await provider.synthesize(SpeechRequest(model="tts-1", text="Hello", voice="alloy"))
+        assert speech.audio.startswith(b"ID3")
+        heard = await provider.transcribe(
+            TranscriptionRequest(model="gpt-4o-transcribe", audio=b"ID3\x04 mp3", content_type="audio/mpeg")
+        )
+        assert heard.text.startswith("Imagine the wildest idea")
+
+    anyio.run(go)
+
+
+def _form_model(request: httpx.Request) -> str:
+    found = re.search(rb'name="model"\r\n\r\n([^\r]*)\r\n', request.content)
+    assert found is not None
+    return found.group(1).decode()
+
+
+def test_media_goes_to_the_deployment_path_with_an_api_version() -> None:
+    mock = Mock(_media_answer)
+    deployments = {"gpt-image-2": "images-prod", "tts-1": "voice-prod", "gpt-4o-transcribe": "ears-prod"}
+    _media_calls(openai(azure(api_version="2025-04-01-preview", deployments=deployments), mock))
+    base = "https://my-resource.openai.azure.com/openai/deployments"
+    assert [str(r.url) for r in mock.requests] == [
+        f"{base}/images-prod/images/generations?api-version=2025-04-01-preview",
+        f"{base}/voice-prod/audio/speech?api-version=2025-04-01-preview",
+        f"{base}/ears-prod/audio/transcriptions?api-version=2025-04-01-preview",
+    ]
+    assert "model" not in msgspec.json.decode(mock.requests[0].content)
+    assert "model" not in msgspec.json.decode(mock.requests[1].content)
+    assert _form_model(mock.requests[2]) == "gpt-4o-transcribe"
+    assert all(r.headers["api-key"] == AZURE_KEY for r in mock.requests)
+
+
+def test_media_in_the_v1_form_names_each_deployment() -> None:
+    mock = Mock(_media_answer)
+    deployments = {"gpt-image-2": "images-prod", "gpt-4o-transcribe": "ears-prod"}
+    _media_calls(openai(azure(deployments=deployments), mock))
+    base = "https://my-resource.openai.azure.com/openai/v1"
+    assert [str(r.url) for r in mock.requests] == [
+        f"{base}/images/generations",
+        f"{base}/audio/speech",
+        f"{base}/audio/transcriptions",
+    ]
+    assert msgspec.json.decode(mock.requests[0].content)["model"] == "images-prod"
+    assert msgspec.json.decode(mock.requests[1].content)["model"] == "tts-1"
+    assert _form_model(mock.requests[2]) == "ears-prod"
+    assert b"ID3\x04 mp3" in mock.requests[2].content
+
+
+def test_a_transcription_form_without_a_model_is_refused_on_the_deployment_path() -> None:
+    endpoint = azure(api_version="2024-10-21")
+    with pytest.raises(BadRequestError, match="names no model"):
+        endpoint.http_call(
+            "openai",
+            "POST",
+            "/audio/transcriptions",
+            b'--b\r\nContent-Disposition: form-data; name="file"; filename="a.mp3"\r\n\r\nID3\r\n--b--\r\n',
+            headers=Headers({}),
+            stream=False,
+            content_type="multipart/form-data; boundary=b",
+            secrets=(),
+        )

@@ -3,10 +3,12 @@
 Two address forms (Azure OpenAI inference spec, `Azure/azure-rest-api-specs`
 `specification/cognitiveservices/data-plane/AzureOpenAI/inference/stable/2024-10-21/inference.json`):
 
-- v1 (the default): `{resource}/openai/v1/responses` (and `chat/completions`, `embeddings`, `batches`, `files`), no
-  `api-version`, the request's `model` the deployment's name;
-- deployment path: with `api_version`, chat, completions and embeddings go to
-  `{resource}/openai/deployments/{deployment}/{route}?api-version={version}` and the body names no model.
+- v1 (the default): `{resource}/openai/v1/responses` (and `chat/completions`, `embeddings`, `batches`, `files`, the
+  media routes), no `api-version`, the request's `model` (a JSON field or a form field) the deployment's name;
+- deployment path: with `api_version`, chat, completions, embeddings, images (`images/generations`, `images/edits`)
+  and audio (`audio/speech`, `audio/transcriptions`, `audio/translations`) go to
+  `{resource}/openai/deployments/{deployment}/{route}?api-version={version}`; a JSON body then names no model (a
+  transcription's form keeps its `model` field).
 
 The key goes in the `api-key` header; a Microsoft Entra token (scope `https://cognitiveservices.azure.com/.default`)
 from a delegate goes in `Authorization: Bearer`, refreshed five minutes before it expires. A 400 whose `error.code`
@@ -43,7 +45,16 @@ __all__ = ["ENTRA_SCOPE", "AzureOpenAIEndpoint", "content_filter_categories"]
 ENTRA_SCOPE: Final = "https://cognitiveservices.azure.com/.default"
 """The scope to ask a Microsoft Entra credential for."""
 
-_DEPLOYMENT_ROUTES: Final = ("/chat/completions", "/completions", "/embeddings")
+_DEPLOYMENT_ROUTES: Final = (
+    "/chat/completions",
+    "/completions",
+    "/embeddings",
+    "/images/generations",
+    "/images/edits",
+    "/audio/speech",
+    "/audio/transcriptions",
+    "/audio/translations",
+)
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _VERSION = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}(?:-preview)?|preview|latest")
 _json = msgspec.json.Decoder()
@@ -213,9 +224,18 @@ class AzureOpenAIEndpoint(Deployment):
     ) -> HttpCall:
         route, _, query = path.partition("?")
         wire: Mapping[str, Any] | bytes | None = body
-        if self.api_version and route in _DEPLOYMENT_ROUTES and isinstance(body, Mapping):
-            data = dict(body)
-            model = data.pop("model", None)
+        form = (
+            (body, content_type)
+            if isinstance(body, bytes) and content_type is not None and content_type.startswith("multipart/form-data")
+            else None
+        )
+        if self.api_version and route in _DEPLOYMENT_ROUTES and (isinstance(body, Mapping) or form is not None):
+            if isinstance(body, Mapping):
+                data = dict(body)
+                model = data.pop("model", None)
+                wire = data
+            else:  # a form (a transcription): the model is one of its fields, and stays there
+                model = _form_model(*form) if form is not None else None
             if not isinstance(model, str):
                 raise BadRequestError("the request names no model", provider=provider)
             url = (
@@ -223,13 +243,14 @@ class AzureOpenAIEndpoint(Deployment):
             )
             if query:
                 url += f"&{query}"
-            wire = data
         else:
             url = f"{self.base_url}{path}"
             if isinstance(body, Mapping) and isinstance(body.get("model"), str):
                 wire = {**body, "model": self.deployment_for(body["model"])}
             elif isinstance(body, bytes) and route == "/files" and content_type and self.deployments:
                 wire = self._batch_upload(body, content_type)
+            elif form is not None and self.deployments:
+                wire = _with_form_model(*form, self.deployment_for)
         if stream:
             headers["accept"] = "text/event-stream"
         options["classify"] = chain(options.get("classify"), _classify)
@@ -268,6 +289,45 @@ class AzureOpenAIEndpoint(Deployment):
                 out.append(_ENCODER.encode(row))
             parts[index] = head + sep + b"\n".join(out) + b"\r\n"
         return delimiter.join(parts)
+
+
+def _form_parts(body: bytes, content_type: str) -> tuple[bytes, list[bytes]] | None:
+    match = re.search(r'boundary="?([^";]+)"?', content_type)
+    if match is None:
+        return None
+    delimiter = b"--" + match.group(1).encode("ascii")
+    return delimiter, body.split(delimiter)
+
+
+def _model_field(part: bytes) -> tuple[bytes, bytes] | None:
+    """The head and the value of a form part that is the text field `model`, or None."""
+    head, sep, content = part.partition(b"\r\n\r\n")
+    if not sep or b"filename=" in head or b'name="model"' not in head or not content.endswith(b"\r\n"):
+        return None
+    return head + sep, content[:-2]
+
+
+def _form_model(body: bytes, content_type: str) -> str | None:
+    """The text of the `model` field of a `multipart/form-data` body, or None."""
+    found = _form_parts(body, content_type)
+    for part in found[1] if found is not None else ():
+        field = _model_field(part)
+        if field is not None:
+            return field[1].decode("utf-8", "replace")
+    return None
+
+
+def _with_form_model(body: bytes, content_type: str, change: Callable[[str], str]) -> bytes:
+    """The form with its `model` field changed by `change` (the body as given when it has none)."""
+    found = _form_parts(body, content_type)
+    if found is None:
+        return body
+    delimiter, parts = found
+    for index, part in enumerate(parts):
+        field = _model_field(part)
+        if field is not None:
+            parts[index] = field[0] + change(field[1].decode("utf-8", "replace")).encode() + b"\r\n"
+    return delimiter.join(parts)
 
 
 _publish("onellm", AzureOpenAIEndpoint)
