@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Sequence
-from importlib import metadata
 from typing import Annotated, Any
 
 import typer
@@ -20,6 +19,8 @@ _DISTRIBUTIONS = ("onellm-core", "onellm-cli", "onellm-web", "onellm-js", "onell
 
 def installed_versions() -> dict[str, str]:
     """The onellm distributions installed in this environment, with their versions."""
+    from importlib import metadata
+
     found: dict[str, str] = {}
     for name in _DISTRIBUTIONS:
         try:

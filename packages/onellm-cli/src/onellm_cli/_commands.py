@@ -301,7 +301,9 @@ async def _session(
     from onellm_cli._setup import load_tools, session
 
     loaded = await load_tools(tools or [])
-    return session(place, reporter, grants=grants, approvals=approvals, max_cost=cap, tools=loaded)
+    return session(
+        place, reporter, grants=grants, approvals=approvals, max_cost=cap, tools=loaded, agent=grants is not None
+    )
 
 
 def _end(session: Session, reporter: Reporter) -> None:

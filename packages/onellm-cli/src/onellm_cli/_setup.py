@@ -83,8 +83,10 @@ def session(
     approvals: TerminalApprovals | None = None,
     max_cost: Decimal | None = None,
     tools: list[Tool[..., Any]] | None = None,
+    agent: bool = False,
 ) -> Session:
-    """A runtime over the state directory, with the flags' grants, the built-in tools and the records reported.
+    """A runtime over the state directory, with the flags' grants and the records reported; with `agent`, the tools
+    an agent may name are registered too.
 
     Raises:
         CliError: a grant flag's entry is malformed.
@@ -109,7 +111,8 @@ def session(
         capabilities=caps,
         spend_cap=max_cost,
     )
-    _register(runtime, place, tools or [])
+    if agent:
+        _register(runtime, place, tools or [])
     return Session(runtime, place, _scripted.install(runtime))
 
 
