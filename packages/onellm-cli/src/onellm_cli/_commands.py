@@ -847,7 +847,8 @@ def catalog(model: str | None) -> None:
         head += f" (asked as {model})"
     lines = [head]
     for path, value, layer in found.describe(model):
-        lines.append(f"{path}: {_value(value)} [{layer or 'not listed'}]")
+        origin = layer or f"not listed: matched by a model pattern of {resolved.provider}; limits and prices unknown"
+        lines.append(f"{path}: {_value(value)} [{origin}]")
     _out("\n".join(lines))
 
 

@@ -76,7 +76,7 @@ def classify(error: BaseException) -> tuple[int, str]:
     if isinstance(error, errors.RunCancelledError):
         return EXIT_CANCELLED, "cancelled"
     if isinstance(error, errors.AuthError) and error.status is None:
-        return EXIT_SETUP, str(error)  # the key is missing: nothing was sent
+        return EXIT_SETUP, error.message  # the key is missing (the message names the variable): nothing was sent
     if isinstance(
         error,
         errors.BadDefinitionError
