@@ -36,6 +36,7 @@ __all__ = [
     "agents_available",
     "decide",
     "deciders_available",
+    "register_examples",
     "require_agents",
     "resume_agent",
     "run_agent",
@@ -89,6 +90,26 @@ def agent_tools() -> list[Tool[..., Any]]:
         if callable(factory):
             return list(factory())
     return []
+
+
+def register_examples(runtime: Runtime) -> None:
+    """Offer the example agents to sub-agent tools by name (`examples/<name>`), where the runtime keeps registered
+    definitions (`Runtime.agent_definitions`). Registered definitions hold at most their caller's grants."""
+    registry = getattr(runtime, "agent_definitions", None)
+    if registry is None:
+        return
+    from onellm_cli._examples import EXAMPLES, names
+
+    add = getattr(registry, "add", None) or getattr(registry, "register", None)
+    for name in names():
+        key = f"examples/{name}"
+        path = EXAMPLES / name / "agent.yaml"
+        if callable(add):
+            add(key, path)
+        elif hasattr(registry, "__setitem__"):
+            from onellm.definitions import Definition
+
+            registry[key] = Definition.load(path)
 
 
 @dataclass(slots=True)

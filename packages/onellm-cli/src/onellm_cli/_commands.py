@@ -445,8 +445,8 @@ async def _run_agent(
     )
     if definition.model is None:
         raise CliError(f"{found.label}: the definition names no model; pass --model", EXIT_SETUP)
-    _agents.require_agents("running an agent")
     session.runtime.catalog.resolve(definition.model)  # an unknown model stops here, before anything runs
+    _agents.require_agents("running an agent")
     try:
         outcome = await _agents.run_agent(
             session.runtime, definition, inputs=values, prompt=prompt, approvals=approvals

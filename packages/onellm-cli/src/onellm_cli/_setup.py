@@ -135,6 +135,7 @@ def _register(runtime: Runtime, place: Place, extra: list[Tool[..., Any]]) -> No
             taken.add(tool.name)
     for tool in extra:
         registry.add(tool, replace=True)
+    _agents.register_examples(runtime)
 
 
 def _run_javascript() -> Tool[..., Any] | None:
