@@ -295,3 +295,62 @@ def test_a_terminal_gets_a_progress_line_and_pipes_get_plain_lines(cli: Cli) -> 
     assert "turn 1, 12 in / 3 out, $0.000054 (total $0.000054)" in text
     assert text.rstrip().splitlines()[-1].split("\r")[-1].startswith("\x1b[Kinstance ")
     assert text.rstrip().endswith(": stopped, 1 turn, $0.000054")
+
+
+@pytest.mark.skipif(os.name != "posix", reason="closed pipes and pseudo-terminals are POSIX tests")
+def test_a_reader_that_goes_away_does_not_fail_the_run(cli: Cli) -> None:
+    import subprocess
+
+    from ._cli import _command
+
+    flow(cli)
+    cli.script(anthropic=HELLO)
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # like `onellm run ... | head -c 0`
+    try:
+        done = subprocess.run(
+            [*_command(), "run", "hello.flow", "--input", "name=Ada"],
+            cwd=cli.cwd,
+            env=cli.env,
+            stdin=subprocess.DEVNULL,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        os.close(write_end)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[-1].endswith(": stopped, 1 turn, $0.000054")
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.skipif(os.name != "posix", reason="needs a pseudo-terminal")
+def test_an_answer_shown_on_a_terminal_cannot_drive_it(cli: Cli) -> None:
+    import pty
+    import subprocess
+
+    from ._cli import _command
+
+    flow(cli)
+    cli.script(anthropic=[{"text": "\x1b[2Jcleared\x1b]0;title\x07 \u202eevil"}])
+    leader, follower = pty.openpty()
+    try:
+        subprocess.run(
+            [*_command(), "run", "hello.flow", "--input", "name=Ada"],
+            cwd=cli.cwd,
+            env=cli.env,
+            stdin=subprocess.DEVNULL,
+            stdout=follower,
+            stderr=subprocess.DEVNULL,
+            timeout=60,
+        )
+        seen = os.read(leader, 65536).decode("utf-8")
+    finally:
+        os.close(follower)
+        os.close(leader)
+    assert "\x1b" not in seen
+    assert "\\u001b[2Jcleared\\u001b]0;title\\u0007 \\u202eevil" in seen
+    cli.script(anthropic=[{"text": "\x1b[2Jraw"}])
+    piped = cli("run", "hello.flow", "--input", "name=Ada")  # a pipe gets the answer as it is
+    assert piped.out == "\x1b[2Jraw\n"

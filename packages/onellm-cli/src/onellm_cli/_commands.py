@@ -62,9 +62,36 @@ __all__ = [
 
 # ------------------------------------------------------------------------------------------------------ plumbing
 def _out(text: str) -> None:
-    """A result on standard output."""
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
-    sys.stdout.flush()
+    """A result on standard output: as it is for a pipe or a file; on a terminal, with control characters shown as
+    `\\uXXXX`, so an answer cannot move the cursor or rewrite what is on the screen."""
+    if _STDOUT_TTY:
+        text = safe_text(text)
+    try:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader went away (`| head`): the run still ends as usual, its last line included
+        _drop_stdout()
+
+
+def _drop_stdout() -> None:
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
+def _stdout_is_tty() -> bool:
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+_STDOUT_TTY = _stdout_is_tty()
 
 
 class _Interrupt:
@@ -527,8 +554,11 @@ async def _chat(
             answer = conversation.stream(text)
             async with answer:
                 async for piece in answer.text():
-                    sys.stdout.write(piece)
-                    sys.stdout.flush()
+                    try:
+                        sys.stdout.write(safe_text(piece) if _STDOUT_TTY else piece)
+                        sys.stdout.flush()
+                    except BrokenPipeError:
+                        _drop_stdout()
             _out("")
         except Exception as error:
             _out("")
