@@ -523,7 +523,7 @@ def chat(model: str, *, system: str | None, max_cost: str | None, root: str | No
 
     cap = parse_max_cost(max_cost)
     place = place_of(root, state)
-    reporter = Reporter(quiet=True)
+    reporter = Reporter(quiet=True, tty=False)  # the answers stream to the terminal: no progress line across them
     holder: list[Any] = []
     try:
         _drive(lambda: _chat(model, system, place, reporter, cap, holder))
