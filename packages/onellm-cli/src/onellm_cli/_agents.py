@@ -290,9 +290,7 @@ async def decide(runtime: Runtime, target: Path, inputs: dict[str, Any]) -> Deci
         )
     decide_fn = getattr(runtime, "decide", None) or onellm.decide  # type: ignore[attr-defined,unused-ignore]
     options: dict[str, Any] = {"inputs": inputs}
-    accepted = inspect.signature(decide_fn).parameters
-    if "origin" in accepted:
-        options["origin"] = "cli"
+    accepted = inspect.signature(decide_fn).parameters  # the origin stays core's default, `api`
     if logic_file is not None:
         if "logic" not in accepted:
             raise CliError(f"{logic_file}: this onellm-core cannot run decider logic from JavaScript", EXIT_SETUP)
