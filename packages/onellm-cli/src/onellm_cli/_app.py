@@ -74,8 +74,10 @@ InputJson = Annotated[
     list[str] | None,
     typer.Option("--input-json", metavar="JSON", help="Several inputs as a JSON object, or @file."),
 ]
-Prompt = Annotated[str | None, typer.Option("--prompt", "-p", help="The agent's first user message.")]
-Model = Annotated[str | None, typer.Option("--model", "-m", help="Use this model instead of the definition's.")]
+Prompt = Annotated[str | None, typer.Option("--prompt", "-p", metavar="TEXT", help="The agent's first user message.")]
+Model = Annotated[
+    str | None, typer.Option("--model", "-m", metavar="MODEL", help="Use this model instead of the definition's.")
+]
 MaxCost = Annotated[str | None, typer.Option("--max-cost", metavar="USD", help="Stop a run that would spend more.")]
 Tools = Annotated[
     list[str] | None,
@@ -156,7 +158,7 @@ def run(
 @app.command()
 def chat(
     model: Annotated[str, typer.Argument(metavar="MODEL", help="A catalog model name or alias, or provider:model.")],
-    system: Annotated[str | None, typer.Option("--system", "-s", help="The system prompt.")] = None,
+    system: Annotated[str | None, typer.Option("--system", "-s", metavar="TEXT", help="The system prompt.")] = None,
     max_cost: MaxCost = None,
     root: Root = None,
     state: State = None,
@@ -169,9 +171,15 @@ def chat(
 
 @instances_app.command("list")
 def instances_list(
-    state_filter: Annotated[str | None, typer.Option("--state-filter", help="Only instances in this state.")] = None,
-    name: Annotated[str | None, typer.Option("--name", help="Only instances whose name contains this.")] = None,
-    limit: Annotated[int | None, typer.Option("--limit", min=0, help="At most this many (newest first).")] = None,
+    state_filter: Annotated[
+        str | None, typer.Option("--state-filter", metavar="STATE", help="Only instances in this state.")
+    ] = None,
+    name: Annotated[
+        str | None, typer.Option("--name", metavar="TEXT", help="Only instances whose name contains this.")
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=0, metavar="N", help="At most this many (newest first).")
+    ] = None,
     root: Root = None,
     state: State = None,
 ) -> None:
