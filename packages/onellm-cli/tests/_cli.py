@@ -93,13 +93,13 @@ class Cli:
         )
         return Done(done.returncode, done.stdout, done.stderr)
 
-    def start(self, *args: str) -> subprocess.Popen[str]:
+    def start(self, *args: str, stdin: int = subprocess.DEVNULL) -> subprocess.Popen[str]:
         """Start `onellm` and leave it running (for Ctrl-C tests)."""
         return subprocess.Popen(
             [*_command(), *args],
             cwd=self.cwd,
             env=self.env,
-            stdin=subprocess.DEVNULL,
+            stdin=stdin,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+
+import pytest
+
 from onellm.catalog import Catalog
 from onellm.instances import Instance
 from onellm_cli._examples import EXAMPLES, GRANTS
@@ -143,3 +149,23 @@ def test_chat_provider_failure_is_exit_1_and_keeps_what_was_said(cli: Cli) -> No
         "onellm: error: slow down (scripted, 429)",
         f"instance {saved.id}: error, 1 turn, $0.000000",
     ]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process is a POSIX test")
+def test_ctrl_c_in_a_chat_keeps_what_arrived(cli: Cli) -> None:
+    cli.script(anthropic=[{"text": "Hi."}, {"text": "Once upon", "pause": True}])
+    process = cli.start("chat", "claude-sonnet", stdin=subprocess.PIPE)
+    assert process.stdin is not None
+    assert process.stdout is not None
+    process.stdin.write("hello\ntell me a story\n")
+    process.stdin.flush()
+    assert process.stdout.readline() == "Hi.\n"
+    assert process.stdout.read(9) == "Once upon"
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 130, err
+    saved = Instance.load(cli.saved()[0])
+    assert saved.cancelled is True
+    assert saved.messages[-1].text == "Once upon"
+    assert err.splitlines()[-1].startswith(f"instance {saved.id}: ")
+    assert "(cancelled), 2 turns" in err.splitlines()[-1]
