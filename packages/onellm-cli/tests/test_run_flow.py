@@ -93,7 +93,7 @@ def test_an_input_file_that_cannot_be_read_is_exit_3(cli: Cli) -> None:
     for argv, message in (
         (("--input", "name=@missing.txt"), "onellm: error: --input name: cannot read missing.txt: "),
         (("--input-json", "@missing.json"), "onellm: error: --input-json: cannot read missing.json: "),
-        (("--input-json", "@"), "onellm: error: --input-json: '@' must be followed by a file name"),
+        (("--input-json", "@"), "onellm: error: --input-json: '@' must be followed by a file name (or '-'"),
     ):
         done = cli("run", "hello.flow", *argv)
         assert done.code in (2, 3), done
@@ -102,6 +102,14 @@ def test_an_input_file_that_cannot_be_read_is_exit_3(cli: Cli) -> None:
     write(cli.cwd / "bin.txt", "").write_bytes(b"\xff\xfe\x00")
     bad = cli("run", "hello.flow", "--input", "name=@bin.txt")
     assert (bad.code, bad.err_lines) == (3, ["onellm: error: --input name: bin.txt is not UTF-8 text (byte 0)"])
+
+
+def test_an_input_can_come_from_standard_input(cli: Cli) -> None:
+    flow(cli)
+    cli.script(anthropic=HELLO)
+    done = cli("run", "hello.flow", "--input", "name=@-", input="Grace Hopper")
+    assert done.code == 0, done
+    assert only_instance(cli).messages[0].user_text == "Say hello to Grace Hopper."
 
 
 def test_model_replaces_the_definitions_model(cli: Cli) -> None:

@@ -36,13 +36,18 @@ _MAX_OPTION_FILE = 64 * 1024 * 1024
 
 
 def read_option_file(option: str, name: str) -> str:
-    """The text of the file an `@file` value names (UTF-8)."""
+    """The text of the file an `@file` value names (UTF-8); `@-` reads standard input."""
     if not name:
-        raise CliError(f"{option}: '@' must be followed by a file name", EXIT_USAGE)
+        raise CliError(f"{option}: '@' must be followed by a file name (or '-' for standard input)", EXIT_USAGE)
     path = Path(name)
     try:
-        with path.open("rb") as handle:
-            data = handle.read(_MAX_OPTION_FILE + 1)
+        if name == "-":
+            import sys
+
+            data = sys.stdin.buffer.read(_MAX_OPTION_FILE + 1)
+        else:
+            with path.open("rb") as handle:
+                data = handle.read(_MAX_OPTION_FILE + 1)
     except OSError as error:
         raise CliError(f"{option}: cannot read {name}: {error.strerror or error}", EXIT_SETUP) from None
     if len(data) > _MAX_OPTION_FILE:
