@@ -499,6 +499,8 @@ def _report_agent(outcome: AgentOutcome, reporter: Reporter) -> None:
         _out(show_json(outcome.output, indent=2))
     elif outcome.text:
         _out(outcome.text)
+    elif outcome.stop == "waiting" and (question := _asked(instance)) is not None:
+        _out(question)
     hint = ""
     code = 0
     if outcome.stop == "waiting":
@@ -514,6 +516,19 @@ def _report_agent(outcome: AgentOutcome, reporter: Reporter) -> None:
     _last_line(instance, reporter, hint=hint)
     if code:
         raise CliError("", code)
+
+
+def _asked(instance: Instance) -> str | None:
+    """The question of the `ask_user` call an instance waits on, if it waits on one."""
+    waiting = instance.ask_user
+    if waiting is None:
+        return None
+    for message in reversed(instance.messages):
+        for call in message.tool_calls:
+            if call.id == waiting.tool_call_id:
+                question = call.inputs.get("question")
+                return question if isinstance(question, str) else None
+    return None
 
 
 # -------------------------------------------------------------------------------------------------------- chat
