@@ -101,7 +101,6 @@ def test_an_agent_waiting_on_ask_user_prints_its_question(capsys: pytest.Capture
     """How an agent's rest is reported, over a hand-built outcome (the runs themselves need core's agent loop)."""
     from onellm.instances import AskUser, Instance
     from onellm.messages import Message, ToolCall
-
     from onellm_cli._agents import AgentOutcome
     from onellm_cli._commands import _report_agent
     from onellm_cli._output import Reporter
