@@ -57,10 +57,14 @@ class Cli:
         env["NO_COLOR"] = "1"
         self.env = env
 
-    def script(self, **providers: list[dict[str, Any]]) -> Path:
-        """Answer model calls of these providers from these steps (see `onellm_cli._scripted`)."""
+    def script(self, decisions: dict[str, Any] | None = None, **providers: list[dict[str, Any]]) -> Path:
+        """Answer model calls of these providers from these steps, and decisions engines' questions from
+        `decisions` (see `onellm_cli._scripted`)."""
         path = self.cwd / "script.json"
-        path.write_text(json.dumps({"providers": providers}), encoding="utf-8")
+        data: dict[str, Any] = {"providers": providers}
+        if decisions is not None:
+            data["decisions"] = decisions
+        path.write_text(json.dumps(data), encoding="utf-8")
         self.env["ONELLM_CLI_SCRIPT"] = str(path)
         return path
 

@@ -1,9 +1,6 @@
-"""Agent and decider modes of `onellm run`, `onellm instances resume`, and approvals at the terminal.
-
-These need the agent loop (`onellm.start_agent`) and the decider engines (`onellm.decide`) of onellm-core. Where the
-installed core lacks them, the commands stop with exit code 3 and say so (tested first, always); the rest of this
-module runs once core has them.
-"""
+"""The agent mode of `onellm run`, `onellm instances resume`, and approvals at the terminal, through the real agent
+loop of onellm-core against scripted models (`ONELLM_CLI_SCRIPT`). Where an installed core lacks the loop, the
+commands stop with exit code 3 and say so (tested first)."""
 
 from __future__ import annotations
 
@@ -15,12 +12,9 @@ import pytest
 
 import onellm
 from onellm.instances import Instance
+from onellm.messages import ToolCall
 
 from ._cli import Cli, no_traceback, write
-
-needs_loop = pytest.mark.skipif(
-    not hasattr(onellm, "start_agent"), reason="needs the agent loop (onellm.start_agent) in onellm-core"
-)
 
 AGENT = """\
 name: clerk
@@ -65,33 +59,6 @@ NO_LOOP = (
     "from onellm_cli import main; main()"
 )
 
-FAKE_DECIDE = """
-import sys
-from dataclasses import dataclass
-from decimal import Decimal
-import onellm
-from onellm.instances import Instance
-from onellm.messages import Message, MessageSource, Usage
-
-@dataclass
-class Result:
-    outputs: object
-    instance: object
-
-async def decide(decider, *, inputs, **options):
-    assert str(decider) == "triage", decider
-    rt = onellm.current_runtime()
-    usage = Usage(input_tokens=40, output_tokens=5, cost=Decimal("0.0000045"))
-    instance = Instance(id="decided1", name="triage", state="stopped", model="anthropic:claude-haiku-4-5",
-                        messages=[Message(id="m1", source=MessageSource(kind="api"), usage=usage)])
-    await rt.store.save(instance)
-    return Result({"route": "billing", "urgent": Decimal("0.75"), "inputs": inputs}, instance)
-
-onellm.decide = decide
-from onellm_cli import main
-main()
-"""
-
 
 def test_without_the_agent_loop_agents_and_resume_stop_with_exit_3(cli: Cli) -> None:
     agent(cli)
@@ -104,6 +71,7 @@ def test_without_the_agent_loop_agents_and_resume_stop_with_exit_3(cli: Cli) -> 
         f"{onellm.__version__} does not have; install a newer onellm-core"
     ]
     assert cli.saved() == []
+    cli.instances.mkdir(parents=True)
     Instance(id="waiting1", state="waiting", model="anthropic:claude-sonnet-5-5").save(cli.instances / "waiting1.yaml")
     resumed = cli.python(NO_LOOP, "instances", "resume", "waiting1", "--prompt", "more")
     assert resumed.code == 3
@@ -120,25 +88,6 @@ def test_resuming_a_resting_instance_needs_a_message(cli: Cli) -> None:
     ]
 
 
-def test_without_the_decider_engines_a_decider_stops_with_exit_3(cli: Cli) -> None:
-    write(cli.cwd / "triage" / "decider.yaml", "model: claude-haiku\nquestions:\n  a: {type: noul, instructions: x}\n")
-    done = cli.python(NO_LOOP, "run", "triage", "--input", "title=Refund")
-    assert done.code == 3
-    assert done.err_lines[0].startswith("onellm: error: running a decider needs the decider engines (onellm.decide)")
-
-
-def test_a_decider_prints_its_outputs_as_json_and_the_last_line(cli: Cli) -> None:
-    """The command's side of the decider mode, over a stand-in for `onellm.decide` (the engines are core's)."""
-    write(cli.cwd / "triage" / "decider.yaml", "model: claude-haiku\nquestions:\n  a: {type: noul, instructions: x}\n")
-    done = cli.python(FAKE_DECIDE, "run", "triage", "--input", "title=Refund", "--input-json", '{"n": 2}')
-    assert done.code == 0, done
-    assert done.out == (
-        '{\n  "route": "billing",\n  "urgent": 0.75,\n  "inputs": {\n    "n": 2,\n    "title": "Refund"\n  }\n}\n'
-    )
-    assert done.err_lines == ["instance decided1: stopped, 1 turn, $0.000005"]
-
-
-@needs_loop
 def test_task_complete_prints_the_result_and_the_summary(cli: Cli) -> None:
     agent(cli)
     cli.script(
@@ -159,23 +108,22 @@ def test_task_complete_prints_the_result_and_the_summary(cli: Cli) -> None:
     assert not any(line.startswith("tool ") for line in quiet.err_lines)
 
 
-@needs_loop
 def test_an_answer_without_tools_waits_and_resume_continues_it(cli: Cli) -> None:
     agent(cli)
-    cli.script(anthropic=[{"text": "Which case number?", "usage": [50, 5]}, complete("c1", "Docket open.")])
+    cli.script(anthropic=[{"text": "Which case number?", "usage": [50, 5]}])
     done = cli("run", "agent.yaml", "--prompt", "Look up my case.")
     assert done.code == 0, done
     assert done.out == "Which case number?\n"
     instance = saved(cli)
     assert instance.state == "waiting"
     assert done.last.endswith(f'; continue with: onellm instances resume {instance.id} --prompt "..."')
+    cli.script(anthropic=[complete("c1", "Docket open.")])  # a new process reads the script afresh
     resumed = cli("instances", "resume", instance.id or "", "--prompt", "24-1234")
     assert resumed.code == 0, resumed
     assert resumed.out == "Docket open.\n"
     assert Instance.load(cli.saved()[0]).state == "stopped"
 
 
-@needs_loop
 def test_max_iterations_is_exit_4(cli: Cli) -> None:
     agent(cli, iterations=2)
     step = {"calls": [{"id": "r", "tool": "read_file", "arguments": {"path": "agent.yaml"}}]}
@@ -187,7 +135,6 @@ def test_max_iterations_is_exit_4(cli: Cli) -> None:
     assert done.last.startswith(f"instance {instance.id}: error, 2 turns, ")
 
 
-@needs_loop
 def test_a_provider_failure_in_the_loop_is_exit_1(cli: Cli) -> None:
     agent(cli)
     cli.script(anthropic=[{"error": {"type": "OverloadedError", "message": "busy", "status": 529}}])
@@ -212,7 +159,6 @@ SHOUT_STEPS: list[dict[str, object]] = [
 ]
 
 
-@needs_loop
 def test_a_held_call_is_asked_at_the_terminal(cli: Cli) -> None:
     shout_agent(cli)
     cli.script(anthropic=SHOUT_STEPS)
@@ -222,7 +168,6 @@ def test_a_held_call_is_asked_at_the_terminal(cli: Cli) -> None:
     assert done.out == "HI\n"
 
 
-@needs_loop
 def test_no_or_an_empty_answer_denies_the_call(cli: Cli) -> None:
     shout_agent(cli)
     for answer in ("n\n", "\n"):
@@ -235,7 +180,6 @@ def test_no_or_an_empty_answer_denies_the_call(cli: Cli) -> None:
         assert "denied at the terminal" in " ".join(getattr(p, "text", "") for p in call.result or [])
 
 
-@needs_loop
 def test_end_of_input_leaves_the_call_held_for_resume(cli: Cli) -> None:
     shout_agent(cli)
     cli.script(anthropic=SHOUT_STEPS)
@@ -252,7 +196,6 @@ def test_end_of_input_leaves_the_call_held_for_resume(cli: Cli) -> None:
     assert Instance.load(cli.saved()[0]).state == "stopped"
 
 
-@needs_loop
 def test_yes_approves_without_asking(cli: Cli) -> None:
     shout_agent(cli)
     cli.script(anthropic=SHOUT_STEPS)
@@ -262,7 +205,6 @@ def test_yes_approves_without_asking(cli: Cli) -> None:
     assert 'approved shout {"text":"hi"} (--yes)' in done.err_lines
 
 
-@needs_loop
 def test_allow_shell_ask_confirms_each_command_at_the_terminal(cli: Cli) -> None:
     write(
         cli.cwd / "agent.yaml",
@@ -278,7 +220,6 @@ def test_allow_shell_ask_confirms_each_command_at_the_terminal(cli: Cli) -> None
     assert refused.code == 0, refused
 
 
-@needs_loop
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process is a POSIX test")
 def test_ctrl_c_stops_an_agent_and_keeps_it(cli: Cli) -> None:
     agent(cli)
@@ -293,3 +234,35 @@ def test_ctrl_c_stops_an_agent_and_keeps_it(cli: Cli) -> None:
     instance = saved(cli)
     assert instance.state == "stopped"
     assert instance.cancelled is True
+
+
+def call_of(instance: Instance, call_id: str) -> ToolCall:
+    return next(call for message in instance.messages for call in message.tool_calls if call.id == call_id)
+
+
+def test_an_agent_asking_the_user_prints_its_question_and_resume_answers_it(cli: Cli) -> None:
+    agent(cli, extra="  - tools: [ask_user]\n")
+    ask = {"id": "q1", "tool": "ask_user", "arguments": {"question": "Which case number?", "choices": ["24-1", "24-2"]}}
+    cli.script(anthropic=[{"calls": [ask], "usage": [40, 6]}])
+    done = cli("run", "agent.yaml", "--prompt", "Look up my case.")
+    no_traceback(done)
+    assert done.code == 0, done
+    assert done.out == "Which case number?\n"
+    instance = saved(cli)
+    assert instance.state == "waiting"
+    assert instance.ask_user is not None
+    assert instance.ask_user.tool_call_id == "q1"
+    assert done.last == (
+        f"instance {instance.id}: waiting, 1 turn, $0.000140; "
+        f'continue with: onellm instances resume {instance.id} --prompt "..."'
+    )
+    cli.script(anthropic=[complete("c1", "Case 24-2 is open.")])
+    resumed = cli("instances", "resume", instance.id or "", "--prompt", "24-2")
+    assert resumed.code == 0, resumed
+    assert resumed.out == "Case 24-2 is open.\n"
+    after = saved(cli)
+    assert after.state == "stopped"
+    assert after.ask_user is None
+    # the person's message is the answer to the question: the result of the ask_user call
+    assert "24-2" in " ".join(getattr(p, "text", "") or "" for p in call_of(after, "q1").result or [])
+    assert resumed.last.startswith(f"instance {instance.id}: stopped, 2 turns, ")

@@ -95,25 +95,3 @@ def test_failures_become_one_line_and_a_code() -> None:
     )
     assert classify(ValueError("boom")) == (1, "internal error: ValueError: boom")
     assert one_line("a\n  b\r\nc") == "a; b; c"
-
-
-def test_an_agent_waiting_on_ask_user_prints_its_question(capsys: pytest.CaptureFixture[str]) -> None:
-    """How an agent's rest is reported, over a hand-built outcome (the runs themselves need core's agent loop)."""
-    from onellm.instances import AskUser, Instance
-    from onellm.messages import Message, ToolCall
-    from onellm_cli._agents import AgentOutcome
-    from onellm_cli._commands import _report_agent
-    from onellm_cli._output import Reporter
-
-    call = ToolCall(id="q1", tool="ask_user", inputs={"question": "Which case?"})
-    instance = Instance(id="i1", state="waiting", messages=[Message(id="m1", tool_calls=[call])])
-    instance.ask_user = AskUser(tool_call_id="q1", message_id="m1")
-    _report_agent(AgentOutcome(instance=instance, stop="waiting"), Reporter(tty=False))
-    printed = capsys.readouterr()
-    assert printed.out == "Which case?\n"
-    assert printed.err == (
-        'instance i1: waiting, 1 turn, $0.000000; continue with: onellm instances resume i1 --prompt "..."\n'
-    )
-    with pytest.raises(CliError) as stopped:
-        _report_agent(AgentOutcome(instance=instance, stop="max_iterations"), Reporter(tty=False))
-    assert stopped.value.code == 4

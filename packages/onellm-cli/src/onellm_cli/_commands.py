@@ -26,6 +26,7 @@ from onellm_cli._errors import (
 from onellm_cli._output import (
     Reporter,
     clip,
+    decider_calls,
     instance_cost,
     instance_turns,
     money,
@@ -160,7 +161,10 @@ def _last_line(instance: Instance, reporter: Reporter, *, hint: str = "") -> Non
     state = instance.state or "stopped"
     if instance.cancelled:
         state += " (cancelled)"
-    text = f"instance {instance.id}: {state}, {turns} turn{'s' if turns != 1 else ''}, {money(instance_cost(instance))}"
+    unit = "call" if isinstance(instance.extra.get("decider"), dict) else "turn"
+    text = (
+        f"instance {instance.id}: {state}, {turns} {unit}{'s' if turns != 1 else ''}, {money(instance_cost(instance))}"
+    )
     reporter.finish(text + (f"; {hint}" if hint else ""))
 
 
@@ -297,6 +301,7 @@ def run(
     elif found.kind == "decider":
         if model is not None:
             raise CliError("--model is for agents and flows; a decider's models are in its decider.yaml", EXIT_USAGE)
+        reporter.unit = "call"
         _drive(lambda: _run_decider(found, place, reporter, values=values, cap=cap), reporter)
     else:
         _drive(
@@ -368,17 +373,16 @@ async def _run_decider(
 
     session = await _session(place, reporter, cap=cap)
     try:
-        outcome = await _agents.decide(session.runtime, found.path, values)
+        result = await _agents.decide(session.runtime, found.path, values)
     except CliError:
         raise
     except Exception as error:
         _end(session, reporter)
         await _failed(error, session, reporter)
         raise
-    _out(show_json(outcome.outputs, indent=2))
+    _out(show_json(result.outputs, indent=2))
     _end(session, reporter)
-    if outcome.instance is not None:
-        _last_line(outcome.instance, reporter)
+    _last_line(result.instance, reporter)
 
 
 _FLAGS = {
@@ -391,10 +395,8 @@ _FLAGS = {
 
 def check_references(definition: Definition, session: Session, grants: Grants | None, label: str) -> None:
     """Refuse a definition whose references the flags do not grant, before any model call: exit code 3 naming
-    the tool and the flag to add, at the entry's file, line and column. Unknown tools are refused the same way.
-    While the agent loop is missing, its own tools (`task_complete`, ...) are not looked up."""
+    the tool and the flag to add, at the entry's file, line and column. Unknown tools are refused the same way."""
     from onellm.tools import ToolReferenceResolver
-    from onellm_cli import _agents
 
     references = definition.references or []
     if not references:
@@ -403,7 +405,6 @@ def check_references(definition: Definition, session: Session, grants: Grants | 
     resolver = ToolReferenceResolver(runtime.tools, runtime.capabilities)
     registry = resolver.registry
     file = label
-    loop_missing = not _agents.agents_available()
 
     def where(steps: tuple[str | int, ...]) -> str:
         found = definition.position(list(steps))
@@ -414,8 +415,7 @@ def check_references(definition: Definition, session: Session, grants: Grants | 
         data = ref.to_data()
         candidates: list[tuple[tuple[str | int, ...], Any]]
         if ref.routine is None and ref.swarm is None and ref.tools is not None:
-            names = [n for n in ref.tools if not (loop_missing and n in _agents.AGENT_TOOL_NAMES and n not in registry)]
-            data["tools"] = names
+            names = list(ref.tools)
             candidates = [(("references", i, "tools", j), registry.find(n)) for j, n in enumerate(names)]
         else:
             source = ref.routine if ref.routine is not None else ref.swarm or ""
@@ -441,15 +441,6 @@ def check_references(definition: Definition, session: Session, grants: Grants | 
     resolver.resolve(kept, file=file, position=lambda steps: definition.position(list(steps)))
 
 
-async def _load_definition(path: Path, model: str | None) -> Definition:
-    from onellm.definitions import Definition
-
-    definition = await anyio.to_thread.run_sync(Definition.load, path)
-    if model is not None:
-        definition.model = model
-    return definition
-
-
 async def _run_agent(
     found: Target,
     place: Place,
@@ -463,20 +454,28 @@ async def _run_agent(
     cap: Decimal | None,
     tools: list[str],
 ) -> None:
+    from onellm.definitions import Definition
     from onellm_cli import _agents
 
-    definition = await _load_definition(found.path, model)
+    definition = await anyio.to_thread.run_sync(Definition.load, found.path)
+    _agents.require_agents("running an agent")
     session = await _session(place, reporter, grants=grants, approvals=approvals, cap=cap, tools=tools)
     check_references(
         definition, session, grants, found.label if found.label.startswith("examples/") else str(found.path)
     )
-    if definition.model is None:
+    chosen = model or definition.model
+    if chosen is None:
         raise CliError(f"{found.label}: the definition names no model; pass --model", EXIT_SETUP)
-    session.runtime.catalog.resolve(definition.model)  # an unknown model stops here, before anything runs
-    _agents.require_agents("running an agent")
+    session.runtime.catalog.resolve(chosen)  # an unknown model stops here, before anything runs
     try:
         outcome = await _agents.run_agent(
-            session.runtime, definition, inputs=values, prompt=prompt, approvals=approvals
+            session.runtime,
+            definition,
+            inputs=values,
+            prompt=prompt,
+            model=model,
+            approvals=approvals,
+            reporter=reporter,
         )
     except CliError:
         raise
@@ -489,46 +488,50 @@ async def _run_agent(
 
 
 def _report_agent(outcome: AgentOutcome, reporter: Reporter) -> None:
-    """Print an agent's result and its last line, and stop with the exit code of how it came to rest."""
-    instance = outcome.instance
-    if outcome.stop == "completed" and outcome.result is not None:
-        _out(outcome.result if isinstance(outcome.result, str) else show_json(outcome.result, indent=2))
-        if outcome.summary:
-            reporter.line(f"summary: {safe_text(outcome.summary)}")
-    elif outcome.output is not None:
-        _out(show_json(outcome.output, indent=2))
-    elif outcome.text:
-        _out(outcome.text)
-    elif outcome.stop == "waiting" and (question := _asked(instance)) is not None:
-        _out(question)
+    """Print an agent's result and its last line, and stop with the exit code of how it came to rest: the
+    `task_complete` result (its summary on standard error), else the typed output, else the last answer, else the
+    question it waits on."""
+    result = outcome.result
+    instance = result.instance
+    stop = str(result.stop_reason)
+    if stop == "completed":
+        if result.output is not None:
+            _out(show_json(result.output, indent=2))
+        elif result.result is not None:
+            _out(result.result if isinstance(result.result, str) else show_json(result.result, indent=2))
+        elif result.text:
+            _out(result.text)
+        if result.summary:
+            reporter.line(f"summary: {safe_text(result.summary)}")
+    elif stop == "waiting":
+        if result.question is not None:
+            _out(result.question.question)
+        elif result.text:
+            _out(result.text)
     hint = ""
     code = 0
-    if outcome.stop == "waiting":
+    if outcome.unsent is not None:
+        reporter.line("the message given with --prompt was not sent: a call is still held for approval")
+    if stop == "waiting":
         hint = f'continue with: onellm instances resume {instance.id} --prompt "..."'
-    elif outcome.stop == "waiting_for_approval":
+    elif stop == "waiting_for_approval":
         hint = f"held for approval; decide with: onellm instances resume {instance.id}"
-    elif outcome.stop == "max_iterations":
+    elif stop == "max_iterations":
         code = EXIT_MAX_ITERATIONS
-    elif outcome.stop == "error":
+        reached = (
+            result.error.message if result.error is not None and result.error.message else "max iterations reached"
+        )
+        reporter.line(f"onellm: {one_line(reached)} without finishing")
+        hint = f"go on with: onellm instances resume {instance.id}"
+    elif stop == "error":
         code = EXIT_FAILED
         if instance.error is not None:
             reporter.line(f"onellm: error: {one_line(instance.error.message or instance.error.type or 'failed')}")
+    elif stop == "cancelled":
+        code = EXIT_CANCELLED
     _last_line(instance, reporter, hint=hint)
     if code:
         raise CliError("", code)
-
-
-def _asked(instance: Instance) -> str | None:
-    """The question of the `ask_user` call an instance waits on, if it waits on one."""
-    waiting = instance.ask_user
-    if waiting is None:
-        return None
-    for message in reversed(instance.messages):
-        for call in message.tool_calls:
-            if call.id == waiting.tool_call_id:
-                question = call.inputs.get("question")
-                return question if isinstance(question, str) else None
-    return None
 
 
 # -------------------------------------------------------------------------------------------------------- chat
@@ -672,6 +675,15 @@ def _render(instance: Instance, subtree: list[Instance]) -> str:
         lines.append(
             f"approval {decision}: {held.tool} {clip(show_json(held.inputs or {}), 200)} ({held.tool_call_id})"
         )
+    for engine_call in decider_calls(instance):
+        usage = engine_call.usage
+        tokens = f"{usage.total_input_tokens} in / {usage.output_tokens} out, " if usage is not None else ""
+        priced = money(engine_call.cost) if engine_call.cost is not None else "not priced"
+        asked = clip(", ".join(engine_call.questions), 200)
+        lines.append(f"decider call: {clip(engine_call.model, 100)} [{asked}]: {tokens}{priced}")
+    decided = instance.extra.get("decider")
+    if isinstance(decided, dict):
+        lines.extend(f"{key}: {clip(show_json(decided[key]), 500)}" for key in ("answers", "outputs") if key in decided)
     own = instance_cost(instance)
     cost_line = f"cost: {money(own)}"
     if subtree:
@@ -718,12 +730,14 @@ def instances_fork(instance_id: str, *, at: str | None, root: str | None, state:
     place = place_of(root, state)
 
     async def fork() -> str:
-        store, instance = await _load(place, instance_id)
+        from onellm import Runtime
+        from onellm.errors import InstanceNotFoundError
+
+        store, _ = await _load(place, instance_id)
         try:
-            copy = instance.fork(through=at)
-        except LookupError:
+            copy = await Runtime(store=store).fork(instance_id, through=at)
+        except InstanceNotFoundError:
             raise CliError(f"instance {instance_id} has no message {at!r}", EXIT_FAILED) from None
-        await store.save(copy)
         return copy.id or ""
 
     _out(_drive(fork))
@@ -771,19 +785,27 @@ async def _resume(
     from onellm_cli import _agents
 
     _, instance = await _load(place, instance_id)
-    held = instance.state == "waiting_for_approval" and any(not p.decided for p in instance.pending_approvals)
-    if not held and prompt is None:
+    if isinstance(instance.extra.get("decider"), dict):
+        raise CliError(
+            f"instance {instance_id} is a decider run, which is not resumed; run the decider again with onellm run",
+            EXIT_USAGE,
+        )
+    held = any(not p.decided for p in instance.pending_approvals)
+    goes_on = instance.state in ("running", "error") or bool(instance.cancelled)
+    if not held and prompt is None and not goes_on:
         raise CliError(
             f"instance {instance_id} is {instance.state or 'stopped'} and holds no call for approval; give the "
             "next message with --prompt",
             EXIT_USAGE,
         )
+    _agents.require_agents("resuming an instance")
     session = await _session(place, reporter, grants=grants, approvals=approvals, cap=cap, tools=tools)
     check_references(instance.definition(), session, grants, f"instance {instance_id}")
-    _agents.require_agents("resuming an instance")
     reporter.instance_id = instance.id
     try:
-        outcome = await _agents.resume_agent(session.runtime, instance, prompt=prompt, approvals=approvals)
+        outcome = await _agents.resume_agent(
+            session.runtime, instance_id, prompt=prompt, approvals=approvals, reporter=reporter
+        )
     except CliError:
         raise
     except Exception as error:
@@ -817,6 +839,14 @@ class _Tally:
                 if call.cost is not None:
                     key = f"tool {call.tool}"
                     self.by_model[key] = self.by_model.get(key, Decimal(0)) + call.cost
+        if since is not None and (instance.run_started_at is None or instance.run_started_at.datetime < since):
+            return  # a decider run's calls are dated by its start
+        for engine_call in decider_calls(instance):
+            key = engine_call.model or instance.model or "unknown model"
+            if engine_call.cost is None:
+                self.unpriced += 1
+            else:
+                self.by_model[key] = self.by_model.get(key, Decimal(0)) + engine_call.cost
 
     def lines(self) -> list[str]:
         width = max([len(k) for k in self.by_model] + [5])

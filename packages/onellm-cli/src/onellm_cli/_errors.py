@@ -5,7 +5,7 @@
 | 0 | done; also an agent that answered and waits for the next message, or a held call left for later |
 | 1 | the run failed: a provider error after retries, a spend cap, a hook block, an instance ended in `error`, an
   unknown instance id |
-| 2 | the command line is wrong |
+| 2 | the command line is wrong (also: a decider's inputs do not fit its `decider.schema.json`) |
 | 3 | a file, definition, grant, model or key problem |
 | 4 | the agent used all its iterations without finishing |
 | 130 | cancelled with Ctrl-C; the partial run is kept as a stopped instance |
@@ -75,6 +75,8 @@ def classify(error: BaseException) -> tuple[int, str]:
         return error.code, error.message
     if isinstance(error, errors.RunCancelledError):
         return EXIT_CANCELLED, "cancelled"
+    if isinstance(error, errors.DeciderInputError):
+        return EXIT_USAGE, str(error)  # the inputs came from --input and --input-json: nothing was sent
     if isinstance(error, errors.AuthError) and error.status is None:
         return EXIT_SETUP, error.message  # the key is missing (the message names the variable): nothing was sent
     if isinstance(

@@ -4,8 +4,8 @@ Standard error carries the tool-call lines (hidden by `--quiet`), a line per mod
 place when standard error is a terminal, plain lines when it is not), approval prompts, and last of all one line with
 the instance id, its state, its turns and its cost in US dollars at six places, halves rounded away from zero.
 
-The reporter learns what a run does from the run's records (`EventRecordSink`), so flows, agents, deciders and chats
-report the same way whatever API drives them.
+The reporter learns what a flow, a decider or a chat does from the run's records (`EventRecordSink`); what an agent
+does from the events of the run the command drives (`AgentRun.events()`), which are the main run's alone.
 """
 
 from __future__ import annotations
@@ -17,10 +17,21 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from onellm.agents import AgentEvent
+    from onellm.deciders import DecisionCall
     from onellm.instances import Instance
     from onellm.records import Record
 
-__all__ = ["Reporter", "clip", "instance_cost", "instance_turns", "money", "safe_text", "show_json"]
+__all__ = [
+    "Reporter",
+    "clip",
+    "decider_calls",
+    "instance_cost",
+    "instance_turns",
+    "money",
+    "safe_text",
+    "show_json",
+]
 
 _SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 _LINE_LIMIT = 200
@@ -71,18 +82,39 @@ def show_json(value: Any, *, indent: int | None = None) -> str:
     return text
 
 
+def decider_calls(instance: Instance) -> list[DecisionCall]:
+    """The engine calls of a decider run (its `decider.calls`); empty for any other instance. An entry that cannot
+    be read is left out."""
+    extension = instance.extra.get("decider")
+    if not isinstance(extension, dict):
+        return []
+    from onellm.deciders import DecisionCall
+    from onellm.errors import OnellmError
+
+    calls: list[DecisionCall] = []
+    for entry in extension.get("calls") or ():
+        if isinstance(entry, dict):
+            try:
+                calls.append(DecisionCall.from_data(entry))
+            except (OnellmError, TypeError, ValueError, ArithmeticError):
+                continue
+    return calls
+
+
 def instance_turns(instance: Instance) -> int:
-    """Model turns in an instance: messages with an answer or tool calls that did not come from the runtime."""
+    """Model turns in an instance: messages with an answer or tool calls that did not come from the runtime, and a
+    decider run's engine calls."""
     count = 0
     for message in instance.messages:
         source = message.source.kind if message.source is not None else None
         if (message.assistant or message.tool_calls or message.usage is not None) and source != "runtime":
             count += 1
-    return count
+    return count + len(decider_calls(instance))
 
 
 def instance_cost(instance: Instance) -> Decimal:
-    """What an instance spent: every model call's priced usage and every tool call's cost, exact."""
+    """What an instance spent: every model call's priced usage, every tool call's cost and a decider run's engine
+    calls, exact."""
     total = Decimal(0)
     for message in instance.messages:
         if message.usage is not None and message.usage.cost is not None:
@@ -90,6 +122,9 @@ def instance_cost(instance: Instance) -> Decimal:
         for call in message.tool_calls:
             if call.cost is not None:
                 total += call.cost
+    for engine_call in decider_calls(instance):
+        if engine_call.cost is not None:
+            total += engine_call.cost
     return total
 
 
@@ -110,8 +145,13 @@ class Reporter:
             tty = bool(isatty()) if callable(isatty) else False
         self.tty = tty
         self.turns = 0
+        self.unit = "turn"
+        """What one model call is called in the turn lines: a `turn`, or a decider's `call`."""
         self.cost = Decimal(0)
         self.instance_id: str | None = None
+        self.following = False
+        """True while an agent run's events are reported: its records then only name the instance."""
+        self._inputs: dict[str | None, Any] = {}
         self._status = ""
         self._frame = 0
         self._drawn = False
@@ -161,6 +201,14 @@ class Reporter:
             self.stream.write("\r\x1b[K")
             self._drawn = False
 
+    def started(self, instance_id: str, model: str | None) -> None:
+        """The command's run has an instance: its line (`instance <id> started on <model>`) and the progress line."""
+        self.instance_id = instance_id
+        where = f" on {model}" if model else ""
+        if not self.quiet:
+            self.line(f"instance {instance_id} started{where}")
+        self.status(f"instance {instance_id}{where}")
+
     # -------------------------------------------------------------------------------------------------- records
     def on_record(self, record: Record) -> None:
         """Report one record of the run (an `EventRecordSink` handler)."""
@@ -168,11 +216,9 @@ class Reporter:
 
         if isinstance(record, RunRecord):
             if record.event == "started" and record.instance_id is not None and self.instance_id is None:
-                self.instance_id = record.instance_id
-                where = f" on {record.model}" if record.model else ""
-                if not self.quiet:
-                    self.line(f"instance {record.instance_id} started{where}")
-                self.status(f"instance {record.instance_id}{where}")
+                self.started(record.instance_id, record.model)
+        elif self.following:
+            return  # the run's events say the rest
         elif isinstance(record, InferenceRecord):
             self.turns += 1
             usage = record.usage
@@ -182,7 +228,7 @@ class Reporter:
             tokens = ""
             if usage is not None:
                 tokens = f", {usage.total_input_tokens} in / {usage.output_tokens} out"
-            text = f"turn {self.turns}{tokens}, {money(cost) if cost is not None else 'not priced'}"
+            text = f"{self.unit} {self.turns}{tokens}, {money(cost) if cost is not None else 'not priced'}"
             if self.tty:
                 self.status(f"{text} (total {money(self.cost)})")
             elif not self.quiet:
@@ -196,6 +242,40 @@ class Reporter:
         elif isinstance(record, ApprovalRecord) and not self.quiet:
             decision = getattr(record, "decision", None) or "requested"
             self.line(f"approval {decision}: {record.tool or 'tool'} ({record.tool_call_id or '?'})")
+
+    # --------------------------------------------------------------------------------------------------- events
+    def on_event(self, event: AgentEvent) -> None:
+        """Report one event of the agent run the command drives (`AgentRun.events()`)."""
+        from onellm.agents import CostIncurred, ToolCallEnded, ToolCallStarted, TurnEnded, TurnStarted
+
+        if isinstance(event, ToolCallStarted):
+            self._inputs[event.call_id] = event.inputs
+            if self.tty:
+                self.status(f"running {event.tool} (total {money(self.cost)})")
+        elif isinstance(event, ToolCallEnded):
+            inputs = self._inputs.pop(event.call_id, None)
+            if not self.quiet:
+                self.line(tool_line(event.tool, inputs, event.result, event.is_error, None))
+        elif isinstance(event, TurnStarted):
+            if self.tty:
+                self.status(f"turn {self.turns + 1}: waiting for the model (total {money(self.cost)})")
+        elif isinstance(event, TurnEnded):
+            self.turns += 1
+            usage = event.usage
+            tokens = f", {usage.total_input_tokens} in / {usage.output_tokens} out" if usage is not None else ""
+            priced = money(event.cost.total) if event.cost.priced else "not priced"
+            text = f"turn {self.turns}{tokens}, {priced}"
+            if self.tty:
+                self.status(f"{text} (total {money(self.cost)})")
+            elif not self.quiet:
+                self.line(text)
+        elif isinstance(event, CostIncurred):
+            self.cost = event.total
+
+    def denied(self, tool: str, inputs: Any) -> None:
+        """A held call the person denied (the model reads the denial as the call's result)."""
+        if not self.quiet:
+            self.line(f"denied {safe_text(tool)} {safe_text(show_json(inputs if inputs is not None else {}))}")
 
 
 def tool_line(name: str, inputs: Any, result: Iterable[Any] | None, is_error: bool, invalid: str | None) -> str:

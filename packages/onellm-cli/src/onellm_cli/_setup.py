@@ -16,7 +16,7 @@ from onellm_cli._errors import EXIT_SETUP, EXIT_USAGE, CliError
 
 if TYPE_CHECKING:
     from onellm import Runtime
-    from onellm.testing import ScriptedProvider
+    from onellm.testing import ScriptedDecisionProvider, ScriptedProvider
     from onellm.tools import Tool
     from onellm_cli._approve import TerminalApprovals
     from onellm_cli._options import Grants
@@ -72,7 +72,7 @@ class Session:
 
     runtime: Runtime
     place: Place
-    scripted: dict[str, ScriptedProvider] = field(default_factory=dict)
+    scripted: dict[str, ScriptedProvider | ScriptedDecisionProvider] = field(default_factory=dict)
 
 
 def session(
@@ -117,15 +117,15 @@ def session(
 
 
 def _register(runtime: Runtime, place: Place, extra: list[Tool[..., Any]]) -> None:
-    """The tools every agent may name: the built-ins, the agent loop's tools, `run_javascript` when the js extra is
-    installed, and the `--tools` files. Tools of installed packages (`fetch_webpage_markdown`) are found by name."""
+    """The tools every agent may name: the built-ins (`task_complete` is found by every registry), `run_javascript`
+    when the js extra is installed, and the `--tools` files. Tools of installed packages (`fetch_webpage_markdown`)
+    are found by name."""
     from onellm.tools.builtin import BuiltinOptions, builtin_tools
-    from onellm_cli import _agents
 
     registry = runtime.tools
     taken = set(registry.names())
     options = BuiltinOptions(state_directory=place.state) if place.state != place.root / STATE_DIR else None
-    offered: list[Tool[..., Any]] = [*builtin_tools(options), *_agents.agent_tools()]
+    offered: list[Tool[..., Any]] = list(builtin_tools(options))
     javascript = _run_javascript()
     if javascript is not None:
         offered.append(javascript)
@@ -135,7 +135,6 @@ def _register(runtime: Runtime, place: Place, extra: list[Tool[..., Any]]) -> No
             taken.add(tool.name)
     for tool in extra:
         registry.add(tool, replace=True)
-    _agents.register_examples(runtime)
 
 
 def _run_javascript() -> Tool[..., Any] | None:
