@@ -135,6 +135,20 @@ def _register(runtime: Runtime, place: Place, extra: list[Tool[..., Any]]) -> No
             taken.add(tool.name)
     for tool in extra:
         registry.add(tool, replace=True)
+    _register_examples(runtime)
+
+
+def _register_examples(runtime: Runtime) -> None:
+    """Offer the example agents to sub-agents by name (`examples/<name>`) where the runtime keeps the definitions a
+    host registers for `run_agent_async` (`Runtime.agent_definitions`, which comes with the sub-agent tools). A
+    registered definition needs no file access; the agent it starts holds at most its caller's grants."""
+    registered = getattr(runtime, "agent_definitions", None)
+    if registered is None:
+        return
+    from onellm_cli._examples import EXAMPLES, names
+
+    for name in names():
+        registered.add(f"examples/{name}", EXAMPLES / name / "agent.yaml", replace=True)
 
 
 def _run_javascript() -> Tool[..., Any] | None:
