@@ -626,12 +626,14 @@ def instances_show(instance_id: str, *, root: str | None, state: str | None) -> 
 
 
 async def _subtree(store: FileInstanceStore, instance: Instance) -> list[Instance]:
-    """The instances `instance` started, and theirs, through `spawnerInstanceId` (each once)."""
+    """The instances `instance` started or asked, and theirs: sub-agents through `spawnerInstanceId`, decider runs of
+    its `run_decider` calls through `callerInstanceId` (each once)."""
     summaries = await store.list()
     children: dict[str, list[str]] = {}
     for summary in summaries:
-        if summary.spawner_instance_id is not None:
-            children.setdefault(summary.spawner_instance_id, []).append(summary.id)
+        for parent in dict.fromkeys((summary.spawner_instance_id, summary.caller_instance_id)):
+            if parent is not None:
+                children.setdefault(parent, []).append(summary.id)
     found: list[Instance] = []
     seen = {instance.id}
     queue = list(children.get(instance.id or "", []))
