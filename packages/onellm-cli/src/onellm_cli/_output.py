@@ -289,11 +289,16 @@ def tool_line(name: str, inputs: Any, result: Iterable[Any] | None, is_error: bo
 
 
 def _result_text(parts: Iterable[Any]) -> str:
+    from onellm.messages import JsonPart
+
     pieces: list[str] = []
     for part in parts:
         text = getattr(part, "text", None)
         if isinstance(text, str):
             pieces.append(text)
+            continue
+        if isinstance(part, JsonPart):  # a tool's JSON result: the value itself
+            pieces.append(show_json(part.json))
             continue
         to_data = getattr(part, "to_data", None)
         pieces.append(show_json(to_data()) if callable(to_data) else str(part))
