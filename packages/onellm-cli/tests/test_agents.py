@@ -4,6 +4,7 @@ commands stop with exit code 3 and say so (tested first)."""
 
 from __future__ import annotations
 
+import importlib.util
 import signal
 import sys
 import time
@@ -266,3 +267,27 @@ def test_an_agent_asking_the_user_prints_its_question_and_resume_answers_it(cli:
     # the person's message is the answer to the question: the result of the ask_user call
     assert "24-2" in " ".join(getattr(p, "text", "") or "" for p in call_of(after, "q1").result or [])
     assert resumed.last.startswith(f"instance {instance.id}: stopped, 2 turns, ")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("onellm_js") is None, reason="hook files run with the js extra")
+def test_a_hook_that_blocks_the_run_is_exit_1(cli: Cli) -> None:
+    write(
+        cli.cwd / "guarded" / "block.js",
+        'export function beforeInference(request) { return { action: "block", reason: "no calls today" }; }\n',
+    )
+    write(
+        cli.cwd / "guarded" / "agent.yaml",
+        "name: guarded\nmodel: claude-sonnet\nhooks:\n  - file: block.js\nreferences:\n  - tools: [task_complete]\n",
+    )
+    cli.script(anthropic=[{"text": "never sent"}])
+    done = cli("run", "guarded", "--prompt", "x")
+    no_traceback(done)
+    assert done.code == 1, done
+    instance = saved(cli)
+    assert instance.state == "error"
+    assert done.err_lines == [
+        f"instance {instance.id} started on anthropic:claude-sonnet-5-5",
+        "scripted: 1 step(s) left unused for anthropic",
+        f"onellm: error: a hook blocked the run of instance {instance.id} at beforeInference: no calls today",
+        f"instance {instance.id}: error, 0 turns, $0.000000",
+    ]
