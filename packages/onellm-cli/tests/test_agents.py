@@ -134,6 +134,14 @@ def test_max_iterations_is_exit_4(cli: Cli) -> None:
     instance = saved(cli)
     assert instance.state == "error"
     assert done.last.startswith(f"instance {instance.id}: error, 2 turns, ")
+    assert done.last.endswith(f"; go on with: onellm instances resume {instance.id}")
+    assert any(line.endswith(" without finishing") and line.startswith("onellm: ") for line in done.err_lines), done
+    # resumed without a message, it goes on from where it stopped
+    cli.script(anthropic=[complete("c1", "Read it.")])
+    resumed = cli("instances", "resume", instance.id or "")
+    assert resumed.code == 0, resumed
+    assert resumed.out == "Read it.\n"
+    assert saved(cli).state == "stopped"
 
 
 def test_a_provider_failure_in_the_loop_is_exit_1(cli: Cli) -> None:
@@ -235,6 +243,20 @@ def test_ctrl_c_stops_an_agent_and_keeps_it(cli: Cli) -> None:
     instance = saved(cli)
     assert instance.state == "stopped"
     assert instance.cancelled is True
+    assert err.splitlines()[-1].startswith(f"instance {instance.id}: stopped (cancelled), ")
+    # resumed, the partial run goes on: the answer cut off mid-stream stands as the answer, and the instance waits
+    # for the next message, which --prompt gives
+    cli.script(anthropic=[complete("c1", "Back again.")])
+    resumed = cli("instances", "resume", instance.id or "")
+    assert resumed.code == 0, resumed
+    assert resumed.out == "thinking\n"
+    assert saved(cli).state == "waiting"
+    again = cli("instances", "resume", instance.id or "", "--prompt", "Go on.")
+    assert again.code == 0, again
+    assert again.out == "Back again.\n"
+    after = saved(cli)
+    assert after.state == "stopped"
+    assert not after.cancelled
 
 
 def call_of(instance: Instance, call_id: str) -> ToolCall:
