@@ -1,0 +1,5 @@
+"""`python -m onellm_cli`: the `onellm` command."""
+
+from onellm_cli._app import main
+
+main()
