@@ -68,9 +68,7 @@ class AgentDefinitions:
         elif isinstance(definition, str | os.PathLike):
             self._entries[name] = Path(definition)
         else:
-            raise TypeError(
-                f"definition: expected a Definition or a path to one, not {type(definition).__name__}"
-            )
+            raise TypeError(f"definition: expected a Definition or a path to one, not {type(definition).__name__}")
 
     def __setitem__(self, name: str, definition: Definition | str | os.PathLike[str]) -> None:
         self.add(name, definition, replace=True)
@@ -196,7 +194,9 @@ class AgentEvents:
     def subscribe(self, *, max_buffer: int | None = 10_000) -> AgentEventStream:
         """A stream of the events from now on (`async with ... as events: async for event in events`); `max_buffer`
         None keeps every event a slow reader has not taken."""
-        if max_buffer is not None and (isinstance(max_buffer, bool) or not isinstance(max_buffer, int) or max_buffer < 1):
+        if max_buffer is not None and (
+            isinstance(max_buffer, bool) or not isinstance(max_buffer, int) or max_buffer < 1
+        ):
             raise ValueError(f"max_buffer must be a whole number of 1 or more, or None, not {max_buffer!r}")
         stream = AgentEventStream(self, math.inf if max_buffer is None else max_buffer)
         self._streams.add(stream)

@@ -466,7 +466,9 @@ class AgentTools:
         armed = [m for m in self.hub.armed_by(watcher) if wanted is None or m.target in wanted]
         if not armed:
             raise AgentStateError(
-                "no monitor of yours is armed" + (" on those agents" if wanted else "") + ": arm one with monitor_agent",
+                "no monitor of yours is armed"
+                + (" on those agents" if wanted else "")
+                + ": arm one with monitor_agent",
                 instance_id=watcher,
             )
         deadline = _deadline(args.get("timeout"))
@@ -586,7 +588,12 @@ async def start_child(
         assert setup is not None
         only_tools = sorted(setup.tools)
     run = await start_agent_run(
-        runtime.services, definition, dict(inputs) if inputs else None, prompt=prompt, runtime=runtime, capabilities=caps
+        runtime.services,
+        definition,
+        dict(inputs) if inputs else None,
+        prompt=prompt,
+        runtime=runtime,
+        capabilities=caps,
     )
     child_setup = run._setup
     assert child_setup is not None
@@ -613,6 +620,7 @@ async def start_child(
         summary["tools"] = sorted(set(only_tools) | {"task_complete"})
     child.capabilities = summary
     run._caller_id = inst.id
+    await runtime.services.save(child)  # listed and linked at once, before its first turn
     hub.register(run)
     event = SubAgentStarted(instance_id=inst.id, child_id=child.id, definition=uri, call_id=call_id, prompt=prompt)
     parent._emit_any(event)

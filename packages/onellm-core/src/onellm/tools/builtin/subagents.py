@@ -43,10 +43,9 @@ class AgentToolHost(Protocol):
         ...
 
 
+_WAITS = frozenset({"await_agent", "await_monitor"})
 _ID = {"type": "string", "minLength": 1, "maxLength": 128}
-_DURATION = (
-    "A duration: a number of seconds, or a number with a unit, such as 90s, 30m, 2h or 1h30m (s, m, h, d)."
-)
+_DURATION = "A duration: a number of seconds, or a number with a unit, such as 90s, 30m, 2h or 1h30m (s, m, h, d)."
 
 _SCHEMAS: dict[str, tuple[str, dict[str, Any]]] = {
     "run_agent_async": (
@@ -145,7 +144,12 @@ _SCHEMAS: dict[str, tuple[str, dict[str, Any]]] = {
         {
             "agentId": {**_ID, "description": "The agent whose conversation to search."},
             "query": {"type": "string", "description": "Words to find (every word must occur, any case)."},
-            "limit": {"type": "integer", "minimum": 1, "maximum": 200, "description": "At most this many messages (20)."},
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 200,
+                "description": "At most this many messages (20).",
+            },
         },
     ),
 }
@@ -186,7 +190,8 @@ def subagent_tool(name: str) -> Tool[..., Any]:
         "required": list(_REQUIRED[name]),
         "additionalProperties": False,
     }
-    return Tool.from_schema(name, description, schema, _handler(name))
+    # Waiting runs after the calls before it in the turn (start, then wait, in one answer).
+    return Tool.from_schema(name, description, schema, _handler(name), parallel_safe=name not in _WAITS)
 
 
 def subagent_tools() -> list[Tool[..., Any]]:
