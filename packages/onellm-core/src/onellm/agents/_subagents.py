@@ -300,6 +300,7 @@ class AgentTools:
     def __init__(self, run: AgentRun[Any], hub: AgentHub) -> None:
         self.run = run
         self.hub = hub
+        hub.register(run)  # a watcher or a caller is reachable by the runs it starts and watches
 
     async def call_tool(self, tool: str, arguments: dict[str, Any], context: ToolContext) -> Any:
         method = getattr(self, "_" + tool, None)
@@ -478,8 +479,16 @@ class AgentTools:
                 alerts = self.hub.alerts.pop(watcher, [])
                 if alerts:
                     return {"alerts": [a.to_data() for a in alerts]}
-                if not [m for m in self.hub.armed_by(watcher) if wanted is None or m.target in wanted]:
+                left = [m for m in self.hub.armed_by(watcher) if wanted is None or m.target in wanted]
+                if not left:
                     return {"alerts": [], "note": "no monitor is armed any more"}
+                targets = [self.hub.live.get(m.target) for m in left]
+                if all(t is not None and t is not self.run and _at_rest(t) for t in targets):
+                    return {
+                        "alerts": [],
+                        "note": "every agent you watch is at rest; its monitor can fire once it works again",
+                        "armed": [m.target for m in left],
+                    }
                 if not await self.hub.wait_change(deadline):
                     return {"alerts": [], "timedOut": True, "armed": [m.target for m in armed]}
         finally:

@@ -43,7 +43,7 @@ class AgentToolHost(Protocol):
         ...
 
 
-_WAITS = frozenset({"await_agent", "await_monitor"})
+_WAITS = frozenset({"await_agent", "await_monitor", "monitor_agent", "message_agent"})
 _ID = {"type": "string", "minLength": 1, "maxLength": 128}
 _DURATION = "A duration: a number of seconds, or a number with a unit, such as 90s, 30m, 2h or 1h30m (s, m, h, d)."
 
@@ -190,7 +190,7 @@ def subagent_tool(name: str) -> Tool[..., Any]:
         "required": list(_REQUIRED[name]),
         "additionalProperties": False,
     }
-    # Waiting runs after the calls before it in the turn (start, then wait, in one answer).
+    # Waiting, watching and messaging run after the calls before them in the turn (start, then watch, then wait).
     return Tool.from_schema(name, description, schema, _handler(name), parallel_safe=name not in _WAITS)
 
 
