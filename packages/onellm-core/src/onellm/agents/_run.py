@@ -317,7 +317,7 @@ class AgentRun(Generic[T]):
         """Children this run's drive is driving now, by instance id."""
         self._caller_id: str | None = None
         self._subtree: Cost | None = None
-        self._compactor: Any = None
+        self._compacted_at: str | None = None
 
     def __repr__(self) -> str:
         return f"AgentRun(instance={self._instance.id!r}, state={self._instance.state!r})"
@@ -1145,6 +1145,10 @@ class AgentRun(Generic[T]):
                 return
             if self._cancel_requested:
                 raise _Cancelled
+            if setup.definition.context_strategy is not None:
+                await self._maybe_compact()
+                for event in self._flush():
+                    yield event
             turn = self._turn_message()
             self._iterations += 1
             self._turns += 1
@@ -1728,6 +1732,193 @@ class AgentRun(Generic[T]):
             instance_id=self._instance.id,
             state=self._instance.state,
         )
+
+    # ------------------------------------------------------------------------------------------ context strategies
+
+    async def _maybe_compact(self) -> None:
+        """Run the definition's context strategy when the previous model call's context reached its trigger (once
+        per call; a `beforeCompaction` hook may veto it)."""
+        from onellm.agents._context import strategy_threshold
+        from onellm.agents._monitors import context_tokens
+
+        setup = self._setup
+        assert setup is not None
+        assert self._model is not None
+        strategy = setup.definition.context_strategy
+        assert strategy is not None
+        inst = self._instance
+        tokens, at = context_tokens(inst.messages)
+        if tokens is None or at is None or at == self._compacted_at:
+            return
+        if any(c.at_message_id == at for c in inst.compactions):
+            return
+        window = self._model.entry.context_window
+        threshold = strategy_threshold(strategy, window if isinstance(window, int) else None)
+        if threshold is None or tokens < threshold:
+            return
+        self._compacted_at = at
+        kind = strategy.type or ""
+        hooks = self._hooks
+        if hooks is not None and hooks.before_compaction:
+            from onellm.agents._hooks import BeforeCompaction, Block
+
+            decision = await hooks.intercept(
+                "beforeCompaction",
+                hooks.before_compaction,
+                BeforeCompaction(inst, kind),
+                instance_id=inst.id,
+                message_id=at,
+                tool_context=self._tool_context(None, None),
+            )
+            if isinstance(decision, Block):
+                return
+        if kind == "clearToolResults":
+            await self._clear_tool_results(strategy, at, tokens)
+        elif kind == "compact":
+            await self._compact(strategy, at, tokens)
+        elif kind == "providerNative":
+            native = getattr(self._provider, "compact_context", None)
+            if native is None:
+                from onellm.messages import CallWarning
+
+                text = (
+                    f"contextStrategy providerNative: the {self._model.provider} provider cannot compact a "
+                    "conversation; the run goes on uncompacted"
+                )
+                if not any(w.message == text for w in self._warnings):
+                    self._warnings.append(CallWarning(kind="contextStrategy", message=text))
+                return
+            await self._native_compact(native, at, tokens)
+
+    async def _clear_tool_results(self, strategy: Any, at: str, tokens: int) -> None:
+        from onellm.agents._context import clear_tool_results
+
+        inst = self._instance
+        keep = strategy.keep_last if strategy.keep_last is not None else 3
+        messages, changed = clear_tool_results(inst.messages, keep)
+        if not changed:
+            return
+        inst.messages[:] = messages
+        await self._compacted("clearToolResults", at, tokens, changed, None, None, None)
+
+    async def _compact(self, strategy: Any, at: str, tokens: int) -> None:
+        from onellm.agents._context import COMPACT_DEFINITION, SUMMARY_PREFIX, compact_cut, removed_cost, transcript
+        from onellm.runtime import new_message_id, runtime_source
+
+        inst = self._instance
+        keep = strategy.keep_last if strategy.keep_last is not None else 6
+        cut = compact_cut(inst.messages, keep)
+        if cut <= 0:
+            return
+        removed = inst.messages[:cut]
+        child_id: str | None = None
+        try:
+            from onellm.agents._verbs import start_agent_run
+            from onellm.capabilities import Capabilities
+            from onellm.definitions import Definition
+
+            flow = getattr(self._runtime, "compact_flow", None)
+            if flow is None:
+                flow = Definition.loads(COMPACT_DEFINITION)
+            run: AgentRun[Any] = await start_agent_run(
+                self._services,
+                flow,
+                {"conversation": transcript(removed)},
+                runtime=self._runtime,
+                capabilities=Capabilities.none(),
+                model=inst.model,
+            )
+            child = run.instance
+            child_id = child.id
+            child.spawner_instance_id = inst.id
+            child.caller_instance_id = inst.id
+            child.delegation_prompt = "Summarize the earlier conversation."
+            result = await run.result()
+            summary = result.text.strip()
+            if result.stop_reason.value == "error" or not summary:
+                raise AgentStateError(
+                    f"the compact agent ended {result.stop_reason.value} without a summary", instance_id=child_id
+                )
+            cost = result.cost.total
+        except Exception as error:
+            await self._compaction_failed("compact", at, tokens, error)
+            return
+        message = Message(
+            id=new_message_id(),
+            user=[TextPart(f"{SUMMARY_PREFIX}\n\n{summary}")],
+            date_time=self._services.now(),
+            source=runtime_source(),
+        )
+        inst.messages[:cut] = [message]
+        await self._compacted(
+            "compact", at, tokens, [m.id or "" for m in removed], message.id, cost, removed_cost(removed), child_id
+        )
+
+    async def _native_compact(self, native: Any, at: str, tokens: int) -> None:
+        inst = self._instance
+        try:
+            replaced, messages, cost = await native(list(inst.messages))
+        except Exception as error:
+            await self._compaction_failed("providerNative", at, tokens, error)
+            return
+        inst.messages[:] = list(messages)
+        await self._compacted("providerNative", at, tokens, list(replaced), None, cost, None)
+
+    async def _compacted(
+        self,
+        strategy: str,
+        at: str,
+        tokens: int,
+        replaced: list[str],
+        summary_id: str | None,
+        cost: Decimal | None,
+        replaced_cost: Decimal | None,
+        child_id: str | None = None,
+    ) -> None:
+        """Record a compaction in `compactions`, save the instance in one write, and tell the listeners."""
+        from onellm.instances import Compaction
+
+        inst = self._instance
+        entry = Compaction(
+            strategy=strategy,
+            at=self._services.now(),
+            replaced_message_ids=replaced,
+            summary_message_id=summary_id,
+            cost=cost,
+            at_message_id=at,
+            replaced_cost=replaced_cost or None,
+        )
+        if child_id is not None:
+            entry.extra["instanceId"] = child_id
+        inst.compactions.append(entry)
+        self._dirty = True
+        await self._save()
+        if self._listen:
+            from onellm.agents._events import ContextCompacted
+
+            self._emit(
+                ContextCompacted(
+                    instance_id=inst.id,
+                    strategy=strategy,
+                    replaced_message_ids=tuple(replaced),
+                    summary_message_id=summary_id,
+                    cost=cost,
+                    context_tokens=tokens,
+                )
+            )
+
+    async def _compaction_failed(self, strategy: str, at: str, tokens: int, error: BaseException) -> None:
+        """The run goes on uncompacted: an error record, a warning, an event."""
+        from onellm.messages import CallWarning
+
+        inst = self._instance
+        text = f"contextStrategy {strategy} failed, the run goes on uncompacted: {type(error).__name__}: {error}"
+        self._warnings.append(CallWarning(kind="contextStrategy", message=text))
+        await self._record(_error_record(inst, error, f"contextStrategy {strategy}"))
+        if self._listen:
+            from onellm.agents._events import ContextCompacted
+
+            self._emit(ContextCompacted(instance_id=inst.id, strategy=strategy, context_tokens=tokens, error=text))
 
     # ------------------------------------------------------------------------------------------------ the ends
 

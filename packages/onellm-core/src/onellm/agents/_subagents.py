@@ -674,12 +674,18 @@ async def subtree_cost(runtime: Any, instance: Instance, own: Cost) -> Cost:
     from onellm.agents._result import instance_cost
 
     hub = getattr(runtime, "_agent_hub", None)
-    total = own.total
-    lines = list(own.lines)
+    loaded: list[Instance] = []
     for child_id in sorted(below):
         live = hub.live.get(child_id) if hub is not None else None
         child = live.instance if live is not None else await runtime.store.load(child_id)
-        if child is None:
+        if child is not None:
+            loaded.append(child)
+    # A compaction's summarizer is counted in its instance's `compactions` cost already.
+    counted = {c.extra.get("instanceId") for i in (instance, *loaded) for c in i.compactions}
+    total = own.total
+    lines = list(own.lines)
+    for child in loaded:
+        if child.id in counted:
             continue
         cost = instance_cost(child)
         total += cost.total
