@@ -6,7 +6,7 @@ At a turn boundary, when the previous model call's context (input plus output to
 - `clearToolResults`: the results of all but the latest `keepLast` (default 3) tool-calling turns become the note
   `[tool result cleared to save context]`. Every call keeps a result slot; messages before the first change are the same
   objects, so a provider's cached prefix holds up to there; a second run changes nothing.
-- `compact`: the messages before a plain user message at least `keepLast` (default 6) from the end are summarized by
+- `compact`: the messages before a user message at least `keepLast` (default 6) from the end are summarized by
   the compact agent (`Runtime.compact_flow`, else the shipped one), run as a child instance so its cost is in the
   subtree, and replaced by one user message starting `[Summary of the earlier conversation]`. A failing summary leaves
   the conversation as it was, with an error record.
@@ -99,16 +99,18 @@ def clear_tool_results(messages: Sequence[Message], keep_last: int) -> tuple[lis
 
 def _cleared(result: Any) -> bool:
     return (
-        isinstance(result, list) and len(result) == 1 and isinstance(result[0], TextPart) and result[0].text == CLEARED_NOTE
+        isinstance(result, list)
+        and len(result) == 1
+        and isinstance(result[0], TextPart)
+        and result[0].text == CLEARED_NOTE
     )
 
 
 def compact_cut(messages: Sequence[Message], keep_last: int) -> int:
-    """The index of the plain user message the kept part starts at (at least `keep_last` from the end), or 0 when
-    there is nothing to summarize."""
+    """The index of the user message the kept part starts at (at least `keep_last` from the end), or 0 when there is
+    nothing to summarize."""
     for i in range(len(messages) - keep_last, 0, -1):
-        message = messages[i]
-        if message.user and not message.assistant and not message.tool_calls:
+        if messages[i].user:
             return i
     return 0
 

@@ -1840,6 +1840,8 @@ class AgentRun(Generic[T]):
                     f"the compact agent ended {result.stop_reason.value} without a summary", instance_id=child_id
                 )
             cost = result.cost.total
+        except RunCancelledError:
+            raise _Cancelled from None  # the run was cancelled: the conversation stays as it was
         except Exception as error:
             await self._compaction_failed("compact", at, tokens, error)
             return
