@@ -220,3 +220,24 @@ def test_durations(value: Any, seconds: float) -> None:
 def test_durations_refused(value: Any) -> None:
     with pytest.raises(ArgumentError, match="elapsed"):
         parse_duration(value, "elapsed")
+
+
+async def test_the_runtime_stream_hears_every_run_without_a_follower(harness: Harness, kids: ScriptedProvider) -> None:
+    import anyio
+
+    path = harness.agent(tools=BOSS, prompt="Go.")
+    harness.script(calls(start(), ("w1", "await_agent", {"ids": ["i2"]})), done())
+    kids.enqueue(done("part"))
+    seen: list[tuple[str, str | None]] = []
+    async with harness.runtime.agent_events.subscribe() as stream:
+        await harness.runtime.run_agent(path)
+        with anyio.move_on_after(0.2):
+            async for event in stream:
+                seen.append((type(event).__name__, event.instance_id))
+    assert ("SubAgentStarted", "i1") in seen
+    for who in ("i1", "i2"):
+        assert ("TurnStarted", who) in seen
+        assert ("ToolCallEnded", who) in seen
+        assert ("StateChanged", who) in seen
+    assert stream.dropped == 0
+    assert not harness.runtime.agent_events  # the stream closed with its block
