@@ -233,7 +233,7 @@ async def test_the_runtime_stream_hears_every_run_without_a_follower(harness: Ha
         await harness.runtime.run_agent(path)
         with anyio.move_on_after(0.2):
             async for event in stream:
-                seen.append((type(event).__name__, event.instance_id))
+                seen.append((type(event).__name__, event.instance_id))  # noqa: PERF401  (read until the timeout)
     assert ("SubAgentStarted", "i1") in seen
     for who in ("i1", "i2"):
         assert ("TurnStarted", who) in seen
