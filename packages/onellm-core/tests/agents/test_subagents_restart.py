@@ -157,3 +157,92 @@ def test_parent_and_child_resume_in_a_new_process_with_links_grants_and_costs(tm
     assert child > 0
     assert subtree == own + child
     assert effects.read_text(encoding="utf-8").count("child stalled") == 1  # the interrupted call was not run again
+
+
+COMPACTING = textwrap.dedent(
+    """
+    import os, sys
+    import anyio
+    import onellm
+    from onellm.instances import FileInstanceStore
+    from onellm.messages import Usage
+    from onellm.testing import ScriptedProvider, ScriptedToolCall, ScriptStep
+
+    folder = sys.argv[1]
+
+    @onellm.tool
+    def echo(text: str) -> str:
+        '''Says it back.
+
+        Args:
+            text: What to say.
+        '''
+        return "echo: " + text
+
+    async def main():
+        runtime = onellm.Runtime(store=FileInstanceStore(os.path.join(folder, "instances")), environ={})
+        provider = ScriptedProvider("anthropic")
+        runtime.providers.set("anthropic", provider)
+        runtime.tools.add(echo)
+
+        @runtime.hooks.before_inference
+        def mark(ctx):
+            if ctx.instance.name == "compact":
+                with open(os.path.join(folder, "summarizing"), "w", encoding="utf-8") as f:
+                    f.write(ctx.instance.spawner_instance_id or "")
+
+        provider.enqueue(
+            ScriptStep(tool_calls=(ScriptedToolCall("c1", "echo", {"text": "big"}),), usage=Usage(input_tokens=1200, output_tokens=10)),
+            ScriptStep.paused("THE ", seconds=3600, then=["SUMMARY"]),
+        )
+        await runtime.run_agent(os.path.join(folder, "agent.yaml"))
+
+    anyio.run(main)
+    """
+)
+
+COMPACT_AGENT = """\
+name: long
+model: claude-sonnet
+references:
+  - tools: [echo, task_complete]
+contextStrategy: {type: compact, triggerTokens: 1000, keepLast: 1}
+initialPrompts:
+  - user:
+      - text: First part.
+  - user:
+      - text: Second part.
+"""
+
+
+def test_a_kill_during_a_compaction_leaves_the_instance_file_valid(tmp_path: Path) -> None:
+    import anyio
+
+    from onellm.instances import FileInstanceStore
+
+    (tmp_path / "compacting.py").write_text(COMPACTING, encoding="utf-8")
+    (tmp_path / "agent.yaml").write_text(COMPACT_AGENT, encoding="utf-8")
+    process = subprocess.Popen(
+        [sys.executable, str(tmp_path / "compacting.py"), str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    marker = tmp_path / "summarizing"
+    deadline = time.monotonic() + 60
+    while not (marker.exists() and marker.read_text(encoding="utf-8")):
+        assert process.poll() is None, process.stderr.read() if process.stderr else ""
+        assert time.monotonic() < deadline, "the summary call never began"
+        time.sleep(0.05)
+    os.kill(process.pid, signal.SIGKILL)
+    process.communicate(timeout=30)
+    instance_id = marker.read_text(encoding="utf-8")
+
+    async def load() -> object:
+        return await FileInstanceStore(tmp_path / "instances").load(instance_id)
+
+    saved = anyio.run(load)
+    assert saved is not None
+    assert saved.compactions == []  # type: ignore[attr-defined]
+    assert [m.user_text for m in saved.messages] == ["First part.", "Second part."]  # type: ignore[attr-defined]
+    assert saved.messages[-1].tool_calls[0].result[0].text == "echo: big"  # type: ignore[attr-defined]
