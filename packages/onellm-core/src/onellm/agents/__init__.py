@@ -16,10 +16,13 @@ async for event in run.events():
 from onellm.agents._events import (
     AgentEvent,
     ApprovalNeeded,
+    ContextCompacted,
     CostIncurred,
     MessageDelivered,
+    MonitorFired,
     QuestionAsked,
     StateChanged,
+    SubAgentStarted,
     ToolCallEnded,
     ToolCallStarted,
     TurnEnded,
@@ -51,6 +54,7 @@ from onellm.agents._hooks import (
     RequireApproval,
     Respond,
 )
+from onellm.agents._registry import AgentDefinitions, AgentEvents, AgentEventStream
 from onellm.agents._result import AgentResult, StopReason
 from onellm.agents._run import AgentRun, SyncAgentRun
 from onellm.agents._setup import DEFAULT_MAX_ITERATIONS, GrantsMissingError
@@ -71,7 +75,10 @@ __all__ = [
     "HOOK_SOURCE_GROUP",
     "AfterInference",
     "AfterToolCall",
+    "AgentDefinitions",
     "AgentEvent",
+    "AgentEventStream",
+    "AgentEvents",
     "AgentResult",
     "AgentRun",
     "ApprovalNeeded",
@@ -79,6 +86,7 @@ __all__ = [
     "BeforeInference",
     "BeforeToolCall",
     "Block",
+    "ContextCompacted",
     "Continue",
     "CostIncurred",
     "Decision",
@@ -92,6 +100,7 @@ __all__ = [
     "ModifyMessage",
     "ModifyRequest",
     "ModifyResult",
+    "MonitorFired",
     "OnCost",
     "OnMessage",
     "OnStateChange",
@@ -101,6 +110,7 @@ __all__ = [
     "Respond",
     "StateChanged",
     "StopReason",
+    "SubAgentStarted",
     "SyncAgentRun",
     "ToolCallEnded",
     "ToolCallStarted",

@@ -18,10 +18,13 @@ if TYPE_CHECKING:
 __all__ = [
     "AgentEvent",
     "ApprovalNeeded",
+    "ContextCompacted",
     "CostIncurred",
     "MessageDelivered",
+    "MonitorFired",
     "QuestionAsked",
     "StateChanged",
+    "SubAgentStarted",
     "ToolCallEnded",
     "ToolCallStarted",
     "TurnEnded",
@@ -160,14 +163,66 @@ class CostIncurred(AgentEvent):
     """The tool call that charged it; None for a model call."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubAgentStarted(AgentEvent):
+    """The agent started another one (`run_agent_async`). `instance_id` is the caller's."""
+
+    child_id: str | None
+    """The new agent's instance id."""
+    definition: str
+    """What the caller named (`agentSwarmUri`)."""
+    call_id: str | None = None
+    """The caller's tool call that started it."""
+    prompt: str = ""
+    """The task it was given (`delegationPrompt`)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MonitorFired(AgentEvent):
+    """A monitor fired and disarmed. `instance_id` is the watched agent's; the watcher got `text` as a message from the
+    runtime, or from `await_monitor`."""
+
+    watcher_id: str | None
+    """The agent that armed the monitor."""
+    condition: str
+    """The condition that held first: `contextAt`, `turns`, `onFinish` or `elapsed`."""
+    text: str
+    """The alert, as the watcher reads it."""
+    state: str | None = None
+    """The watched agent's state when it fired."""
+    context_tokens: int | None = None
+    """The watched agent's context (its latest model call's input and output tokens), when known."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContextCompacted(AgentEvent):
+    """A context strategy ran at a turn boundary (`compactions`), or failed and the run went on uncompacted."""
+
+    strategy: str
+    """`clearToolResults`, `compact` or `providerNative`."""
+    replaced_message_ids: tuple[str, ...] = ()
+    """The messages it replaced."""
+    summary_message_id: str | None = None
+    """The summary it added (`compact`)."""
+    cost: Decimal | None = None
+    """What its own model call cost, when it made one."""
+    context_tokens: int | None = None
+    """The context that triggered it (the latest model call's input and output tokens)."""
+    error: str | None = None
+    """Why it failed, when it did; nothing was replaced then."""
+
+
 _publish(
     "onellm.agents",
     AgentEvent,
     ApprovalNeeded,
+    ContextCompacted,
     CostIncurred,
     MessageDelivered,
+    MonitorFired,
     QuestionAsked,
     StateChanged,
+    SubAgentStarted,
     ToolCallEnded,
     ToolCallStarted,
     TurnEnded,

@@ -76,6 +76,17 @@ _ZERO = Decimal(0)
 _PERSON = frozenset({"api", "user"})
 _ASK_USER = "ask_user"
 _SHELL = "execute_terminal_command"
+_AGENT_TOOLS = frozenset(
+    {
+        "run_agent_async",
+        "await_agent",
+        "message_agent",
+        "monitor_agent",
+        "await_monitor",
+        "list_agent_instances",
+        "query_agent",
+    }
+)
 
 
 class _Cancelled(Exception):
@@ -279,6 +290,8 @@ class AgentRun(Generic[T]):
         self._inbox: deque[_Inbound] = deque()
         self._events: deque[AgentEvent] = deque()
         self._listen = False
+        self._following = False
+        self._sink: Any = None
         self._active = False
         self._parked = False
         self._waiter: anyio.Event | None = None
@@ -298,6 +311,13 @@ class AgentRun(Generic[T]):
         self._total: Decimal | None = None
         self._result: AgentResult[T] | None = None
         self._warnings: list[CallWarning] = list(setup.warnings) if setup is not None else []
+        self._group: anyio.abc.TaskGroup | None = None
+        self._driving: dict[str, AgentRun[Any]] = {}
+        self._tasks: set[Any] = set()
+        """Children this run's drive is driving now, by instance id."""
+        self._caller_id: str | None = None
+        self._subtree: Cost | None = None
+        self._compacted_at: str | None = None
 
     def __repr__(self) -> str:
         return f"AgentRun(instance={self._instance.id!r}, state={self._instance.state!r})"
@@ -340,7 +360,12 @@ class AgentRun(Generic[T]):
         await self._take_over()
         async for _ in self._drive(listen=False):
             pass
-        return self._final()
+        final = self._final()
+        if self._runtime is not None:
+            from onellm.agents._subagents import subtree_cost
+
+            final.subtree_cost = await subtree_cost(self._runtime, self._instance, final.cost)
+        return final
 
     async def events(self) -> AsyncIterator[AgentEvent]:
         """Drive the run as `result()` does, yielding what happens as it happens (turns, tool calls, approvals,
@@ -375,6 +400,7 @@ class AgentRun(Generic[T]):
         if not isinstance(source, str) or not source:
             raise TypeError("source: expected a name such as 'api', 'user' or 'agent'")
         self._inbox.append(_Inbound(parts, source, name))
+        self._poke()
 
     async def approve(self, tool_call_id: str | None = None, *, by: str = "api") -> None:
         """Approve a held call (every held call when `tool_call_id` is None). The decision is written to the instance
@@ -458,6 +484,7 @@ class AgentRun(Generic[T]):
                 if decision == "denied":
                     entry.reason = reason
             await self._save()
+            self._poke()
             if self._services.recording:
                 from onellm.records import ApprovalRecord
 
@@ -507,20 +534,157 @@ class AgentRun(Generic[T]):
                 state=self._instance.state,
             )
         self._active = True
-        self._listen = listen
+        self._following = listen
+        runtime = self._runtime
+        sink = getattr(runtime, "_agent_events", None) if runtime is not None else None
+        self._sink = sink if sink else None
+        self._listen = listen or self._sink is not None
         self._turns = 0
         self._cancel_requested = False
         self._result = None
+        hub = self._hub(create=False)
+        if hub is not None:
+            hub.register(self)
         try:
             if listen:
-                while self._runnable():
+                # A follower may take each event in another task (the blocking form does): no task group may span
+                # a yield, so children run as tasks of their own (`_spawn`), cancelled if this drive fails.
+                try:
+                    async for event in self._drive_loop(listen=True):
+                        yield event
+                finally:
+                    await self._stop_tasks()
+            else:
+                # Children started with run_agent_async (and monitor timers) run as tasks of this group: the drive
+                # ends once this run and every child it drives are at rest.
+                failure: BaseException | None = None
+                async with anyio.create_task_group() as group:
+                    self._group = group
+                    try:
+                        async for _ in self._drive_loop(listen=False):
+                            pass
+                    except BaseException as exc:
+                        failure = exc
+                    finally:
+                        self._group = None
+                        group.cancel_scope.cancel()  # timers of monitors that did not fire; children on failure
+                if failure is not None:
+                    raise failure
+        finally:
+            self._active = False
+            self._listen = self._following = False
+            self._sink = None
+            self._events.clear()
+            with anyio.CancelScope(shield=True):
+                await self._release()
+            self._wake()
+            if hub is not None or self._runtime is not None:
+                self._rested()
+
+    # ------------------------------------------------------------------------------------------- sub-agents
+
+    def _hub(self, *, create: bool = True) -> Any:
+        """The runtime's hub of live agents and monitors (None without a runtime, or before anyone made one when
+        `create` is false)."""
+        runtime = self._runtime
+        if runtime is None:
+            if create:
+                raise AgentStateError(
+                    f"instance {self._instance.id}: the agent tools need a run started by a Runtime",
+                    instance_id=self._instance.id,
+                    state=self._instance.state,
+                )
+            return None
+        hub = getattr(runtime, "_agent_hub", None)
+        if hub is None and create:
+            from onellm.agents._subagents import hub_of
+
+            hub = hub_of(runtime)
+        return hub
+
+    def _poke(self) -> None:
+        """Wake whoever waits on this runtime's agents (a resting drive waiting for its children, `await_agent`)."""
+        hub = self._hub(create=False)
+        if hub is not None:
+            hub.changed()
+
+    def _rested(self) -> None:
+        """The drive ended: fire `onFinish` monitors, wake the waiters."""
+        hub = self._hub(create=False)
+        if hub is None:
+            return
+        if self._instance.state != "running":
+            hub.check(self, rested=True)
+        hub.changed()
+
+    def _queue_runtime_message(self, text: str) -> None:
+        """A message from the runtime (a monitor's alert), read at the next turn boundary or by the next segment."""
+        self._inbox.append(_Inbound([TextPart(text)], "runtime", "monitor"))
+
+    def _emit_any(self, event: AgentEvent) -> None:
+        """An event from outside the loop (a sub-agent started, a monitor fired), for whoever follows `events()`."""
+        if self._listen:
+            self._emit(event)
+
+    def _drive_child(self, child: AgentRun[Any]) -> None:
+        """Drive `child` as a task of this run's drive, unless something drives it already."""
+        child_id = child.instance_id
+        if child_id is None or child._active or child_id in self._driving:
+            return
+        if not self._active:
+            raise AgentStateError(
+                f"instance {self._instance.id}: agents start and wake others only while they run",
+                instance_id=self._instance.id,
+                state=self._instance.state,
+            )
+        for other in self._hub().live.values():
+            if child_id in other._driving:
+                return
+        self._driving[child_id] = child
+        self._spawn(self._child_task, child)
+
+    async def _child_task(self, child: AgentRun[Any]) -> None:
+        import logging
+
+        try:
+            await child.result()
+        except Exception as error:  # saved in the child's instance; the caller reads it with await_agent
+            logging.getLogger("onellm.agents").debug("sub-agent %s ended: %r", child.instance_id, error)
+        finally:
+            self._driving.pop(child.instance_id or "", None)
+            self._poke()
+
+    def _start_timer(self, hub: Any, monitor: Any) -> None:
+        """Fire an `elapsed` monitor when its time is up (while this run's drive lasts; later, at the watched agent's
+        next turn)."""
+        if not self._active:
+            return
+
+        async def wait() -> None:
+            left = monitor.seconds_left(self._services.clock.now())
+            if left:
+                await self._services.clock.sleep(left)
+            target = hub.live.get(monitor.target)
+            state = target.instance.state if target is not None else None
+            from onellm.agents._monitors import context_tokens
+
+            tokens = context_tokens(target.instance.messages)[0] if target is not None else None
+            hub.fire(monitor, "elapsed", state, tokens)
+
+        self._spawn(wait)
+
+    async def _drive_loop(self, *, listen: bool) -> AsyncIterator[AgentEvent]:
+        """Segments while the run has work, then, at rest, wait for the children it drives (waking for messages)."""
+        while True:
+            if self._runnable():
+                if listen:
                     segment = self._segment()
                     try:
                         async for event in segment:
                             yield event
                     finally:
                         await segment.aclose()  # type: ignore[attr-defined]  # left at a yield: close it now
-            else:
+                    continue
                 # Nothing is yielded: one scope for the whole drive is enough for cancel() to reach every step.
                 with anyio.CancelScope() as scope:
                     self._drive_scope = scope
@@ -532,13 +696,53 @@ class AgentRun(Generic[T]):
                         self._drive_scope = None
                 if scope.cancelled_caught:  # cancelled between two steps: nothing was in flight to save
                     raise await self._cancelled(_Cancelled(), saved=False)
-        finally:
-            self._active = False
-            self._listen = False
-            self._events.clear()
-            with anyio.CancelScope(shield=True):
-                await self._release()
-            self._wake()
+                continue
+            if not self._driving:
+                return
+            # At rest with children still working: wait for one of them, or a message for this run.
+            with anyio.CancelScope() as scope:
+                self._drive_scope = scope
+                try:
+                    await self._hub().wait_change(None)
+                finally:
+                    self._drive_scope = None
+            if scope.cancelled_caught:  # cancel() while resting: the children it drives stop
+                self._cancel_requested = False
+                await self._stop_children()
+                return
+            for event in self._flush():
+                yield event
+
+    def _spawn(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run `fn(*args)` beside this drive: in its task group, or (a followed drive) as a task of its own."""
+        group = self._group
+        if group is not None:
+            group.start_soon(fn, *args)
+            return
+        import asyncio
+
+        task = asyncio.get_running_loop().create_task(fn(*args))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _stop_children(self) -> None:
+        for child in list(self._driving.values()):
+            await child.cancel()
+        with anyio.CancelScope(shield=True):
+            while self._driving:
+                await self._hub().wait_change(None)
+
+    async def _stop_tasks(self) -> None:
+        """Cancel what `_spawn` started as tasks of their own, and wait for them to save."""
+        tasks = list(self._tasks)
+        if not tasks:
+            return
+        import asyncio
+
+        for task in tasks:
+            task.cancel()
+        with anyio.CancelScope(shield=True):
+            await asyncio.wait(tasks)
 
     def _wake(self) -> None:
         waiter, self._waiter = self._waiter, None
@@ -941,6 +1145,10 @@ class AgentRun(Generic[T]):
                 return
             if self._cancel_requested:
                 raise _Cancelled
+            if setup.definition.context_strategy is not None:
+                await self._maybe_compact()
+                for event in self._flush():
+                    yield event
             turn = self._turn_message()
             self._iterations += 1
             self._turns += 1
@@ -1201,6 +1409,10 @@ class AgentRun(Generic[T]):
             await hooks.observe(
                 "onMessage", hooks.on_message, OnMessage(inst, turn), instance_id=inst.id, message_id=turn.id
             )
+        runtime = self._runtime
+        hub = getattr(runtime, "_agent_hub", None) if runtime is not None else None
+        if hub is not None and hub.monitors:
+            hub.check(self, turn=True)
 
     async def _costed(self, cost: Cost, call_id: str | None) -> None:
         hooks = self._hooks
@@ -1440,8 +1652,17 @@ class AgentRun(Generic[T]):
             call_id=call.id if call is not None else None,
             tool_name=tool.name if tool is not None else None,
             runtime=self._runtime,
-            extra={"approved": True} if approved else None,
+            extra=self._tool_extra(tool, approved),
         )
+
+    def _tool_extra(self, tool: Tool[..., Any] | None, approved: bool) -> dict[str, Any] | None:
+        extra: dict[str, Any] | None = {"approved": True} if approved else None
+        if tool is not None and tool.name in _AGENT_TOOLS and self._runtime is not None:
+            from onellm.agents._subagents import AgentTools
+
+            extra = extra or {}
+            extra["agents"] = AgentTools(self, self._hub())
+        return extra
 
     def _finish(self, plan: _Plan) -> None:
         """Write a phase's outcome into the instance: the message with the results (a new object in its place), the
@@ -1511,6 +1732,195 @@ class AgentRun(Generic[T]):
             instance_id=self._instance.id,
             state=self._instance.state,
         )
+
+    # ------------------------------------------------------------------------------------------ context strategies
+
+    async def _maybe_compact(self) -> None:
+        """Run the definition's context strategy when the previous model call's context reached its trigger (once
+        per call; a `beforeCompaction` hook may veto it)."""
+        from onellm.agents._context import strategy_threshold
+        from onellm.agents._monitors import context_tokens
+
+        setup = self._setup
+        assert setup is not None
+        assert self._model is not None
+        strategy = setup.definition.context_strategy
+        assert strategy is not None
+        inst = self._instance
+        tokens, at = context_tokens(inst.messages)
+        if tokens is None or at is None or at == self._compacted_at:
+            return
+        if any(c.at_message_id == at for c in inst.compactions):
+            return
+        window = self._model.entry.context_window
+        threshold = strategy_threshold(strategy, window if isinstance(window, int) else None)
+        if threshold is None or tokens < threshold:
+            return
+        self._compacted_at = at
+        kind = strategy.type or ""
+        hooks = self._hooks
+        if hooks is not None and hooks.before_compaction:
+            from onellm.agents._hooks import BeforeCompaction, Block
+
+            decision = await hooks.intercept(
+                "beforeCompaction",
+                hooks.before_compaction,
+                BeforeCompaction(inst, kind),
+                instance_id=inst.id,
+                message_id=at,
+                tool_context=self._tool_context(None, None),
+            )
+            if isinstance(decision, Block):
+                return
+        if kind == "clearToolResults":
+            await self._clear_tool_results(strategy, at, tokens)
+        elif kind == "compact":
+            await self._compact(strategy, at, tokens)
+        elif kind == "providerNative":
+            native = getattr(self._provider, "compact_context", None)
+            if native is None:
+                from onellm.messages import CallWarning
+
+                text = (
+                    f"contextStrategy providerNative: the {self._model.provider} provider cannot compact a "
+                    "conversation; the run goes on uncompacted"
+                )
+                if not any(w.message == text for w in self._warnings):
+                    self._warnings.append(CallWarning(kind="contextStrategy", message=text))
+                return
+            await self._native_compact(native, at, tokens)
+
+    async def _clear_tool_results(self, strategy: Any, at: str, tokens: int) -> None:
+        from onellm.agents._context import clear_tool_results
+
+        inst = self._instance
+        keep = strategy.keep_last if strategy.keep_last is not None else 3
+        messages, changed = clear_tool_results(inst.messages, keep)
+        if not changed:
+            return
+        inst.messages[:] = messages
+        await self._compacted("clearToolResults", at, tokens, changed, None, None, None)
+
+    async def _compact(self, strategy: Any, at: str, tokens: int) -> None:
+        from onellm.agents._context import COMPACT_DEFINITION, SUMMARY_PREFIX, compact_cut, removed_cost, transcript
+        from onellm.runtime import new_message_id, runtime_source
+
+        inst = self._instance
+        keep = strategy.keep_last if strategy.keep_last is not None else 6
+        cut = compact_cut(inst.messages, keep)
+        if cut <= 0:
+            return
+        removed = inst.messages[:cut]
+        child_id: str | None = None
+        try:
+            from onellm.agents._verbs import start_agent_run
+            from onellm.capabilities import Capabilities
+            from onellm.definitions import Definition
+
+            flow = getattr(self._runtime, "compact_flow", None)
+            if flow is None:
+                flow = Definition.loads(COMPACT_DEFINITION)
+            run: AgentRun[Any] = await start_agent_run(
+                self._services,
+                flow,
+                {"conversation": transcript(removed)},
+                runtime=self._runtime,
+                capabilities=Capabilities.none(),
+                model=inst.model,
+            )
+            child = run.instance
+            child_id = child.id
+            child.spawner_instance_id = inst.id
+            child.caller_instance_id = inst.id
+            child.delegation_prompt = "Summarize the earlier conversation."
+            result = await run.result()
+            summary = result.text.strip()
+            if result.stop_reason.value == "error" or not summary:
+                raise AgentStateError(
+                    f"the compact agent ended {result.stop_reason.value} without a summary", instance_id=child_id
+                )
+            cost = result.cost.total
+        except RunCancelledError:
+            raise _Cancelled from None  # the run was cancelled: the conversation stays as it was
+        except Exception as error:
+            await self._compaction_failed("compact", at, tokens, error)
+            return
+        message = Message(
+            id=new_message_id(),
+            user=[TextPart(f"{SUMMARY_PREFIX}\n\n{summary}")],
+            date_time=self._services.now(),
+            source=runtime_source(),
+        )
+        inst.messages[:cut] = [message]
+        await self._compacted(
+            "compact", at, tokens, [m.id or "" for m in removed], message.id, cost, removed_cost(removed), child_id
+        )
+
+    async def _native_compact(self, native: Any, at: str, tokens: int) -> None:
+        inst = self._instance
+        try:
+            replaced, messages, cost = await native(list(inst.messages))
+        except Exception as error:
+            await self._compaction_failed("providerNative", at, tokens, error)
+            return
+        inst.messages[:] = list(messages)
+        await self._compacted("providerNative", at, tokens, list(replaced), None, cost, None)
+
+    async def _compacted(
+        self,
+        strategy: str,
+        at: str,
+        tokens: int,
+        replaced: list[str],
+        summary_id: str | None,
+        cost: Decimal | None,
+        replaced_cost: Decimal | None,
+        child_id: str | None = None,
+    ) -> None:
+        """Record a compaction in `compactions`, save the instance in one write, and tell the listeners."""
+        from onellm.instances import Compaction
+
+        inst = self._instance
+        entry = Compaction(
+            strategy=strategy,
+            at=self._services.now(),
+            replaced_message_ids=replaced,
+            summary_message_id=summary_id,
+            cost=cost,
+            at_message_id=at,
+            replaced_cost=replaced_cost or None,
+        )
+        if child_id is not None:
+            entry.extra["instanceId"] = child_id
+        inst.compactions.append(entry)
+        self._dirty = True
+        await self._save()
+        if self._listen:
+            from onellm.agents._events import ContextCompacted
+
+            self._emit(
+                ContextCompacted(
+                    instance_id=inst.id,
+                    strategy=strategy,
+                    replaced_message_ids=tuple(replaced),
+                    summary_message_id=summary_id,
+                    cost=cost,
+                    context_tokens=tokens,
+                )
+            )
+
+    async def _compaction_failed(self, strategy: str, at: str, tokens: int, error: BaseException) -> None:
+        """The run goes on uncompacted: an error record, a warning, an event."""
+        from onellm.messages import CallWarning
+
+        inst = self._instance
+        text = f"contextStrategy {strategy} failed, the run goes on uncompacted: {type(error).__name__}: {error}"
+        self._warnings.append(CallWarning(kind="contextStrategy", message=text))
+        await self._record(_error_record(inst, error, f"contextStrategy {strategy}"))
+        if self._listen:
+            from onellm.agents._events import ContextCompacted
+
+            self._emit(ContextCompacted(instance_id=inst.id, strategy=strategy, context_tokens=tokens, error=text))
 
     # ------------------------------------------------------------------------------------------------ the ends
 
@@ -1731,7 +2141,11 @@ class AgentRun(Generic[T]):
         return RunRecord(instance_id=self._instance.id, event=event, state=state, model=model)
 
     def _emit(self, event: AgentEvent) -> None:
-        self._events.append(event)
+        if self._following:
+            self._events.append(event)
+        sink = self._sink
+        if sink is not None:
+            sink.publish(event)
 
     # ------------------------------------------------------------------------------------------------ the result
 

@@ -23,7 +23,7 @@ from onellm.runtime._results import AskResult
 from onellm.runtime._spend import SpendAccount
 
 if TYPE_CHECKING:
-    from onellm.agents import AgentResult, AgentRun, Hooks, HookSource, SyncAgentRun
+    from onellm.agents import AgentDefinitions, AgentEvents, AgentResult, AgentRun, Hooks, HookSource, SyncAgentRun
     from onellm.capabilities import Capabilities
     from onellm.catalog import Catalog, ResolvedModel
     from onellm.clock import Clock
@@ -117,6 +117,17 @@ class Runtime(MediaMethods):
         self.hook_source: HookSource | None = None
         """Loads the hook files definitions name (`hooks:`); None: the one an installed package offers (onellm-js)."""
         self._agent_retry: RetryPolicy | None = None
+        self._agent_definitions: AgentDefinitions | None = None
+        self._agent_events: AgentEvents | None = None
+        self._agent_hub: Any = None
+        self.agents_may_reach_any_instance = False
+        """Let the agent tools reach every instance in the store, not only the calling agent and those it started
+        (following `spawnerInstanceId`). Calls on the runtime itself are never restricted."""
+        self.max_agent_depth = 8
+        """How deep agents may nest (a child of a child ...): a cycle of agents starting each other stops here."""
+        self.compact_flow: Any = None
+        """What the `compact` context strategy runs to write a summary: a `.flow` or agent definition path, or a
+        `Definition`, run as a child instance of the agent being compacted. None: the shipped `compact` flow."""
         self._services = _Services(self)
 
     def __repr__(self) -> str:
@@ -208,6 +219,26 @@ class Runtime(MediaMethods):
 
             self._hooks = Hooks()
         return self._hooks
+
+    @property
+    def agent_definitions(self) -> AgentDefinitions:
+        """Agent definitions registered by name, which `run_agent_async` starts without file access (see
+        `onellm.agents.AgentDefinitions`)."""
+        if self._agent_definitions is None:
+            from onellm.agents import AgentDefinitions
+
+            self._agent_definitions = AgentDefinitions()
+        return self._agent_definitions
+
+    @property
+    def agent_events(self) -> AgentEvents:
+        """What every agent of this runtime does, as events (see `onellm.agents.AgentEvents`): monitors firing,
+        sub-agents starting, compactions, and while anyone listens every event of every run."""
+        if self._agent_events is None:
+            from onellm.agents import AgentEvents
+
+            self._agent_events = AgentEvents()
+        return self._agent_events
 
     @property
     def agent_retry(self) -> RetryPolicy:

@@ -15,8 +15,10 @@ lenient mode the entry is dropped with a warning; for a group the warning says t
 tools that are granted are still taken one by one. An entry with `required: false` is dropped with a warning in either
 mode.
 
-The agent loop's own `task_complete` is always found: a registry that has no tool of that name registers the core one
-the first time a reference names it (a host may register its own under the name instead).
+The agent loop's own tools are always found: `task_complete` and the sub-agent tools (`run_agent_async`, `await_agent`,
+`message_agent`, `monitor_agent`, `await_monitor`, `list_agent_instances`, `query_agent`). A registry that has no tool
+of such a name registers the core one the first time a reference names it (a host may register its own under the name
+instead).
 
 Installed distributions offer tools through the `onellm.tools` entry-point group: the entry's name is the tool's name,
 its object a `Tool` or a callable that takes no arguments and returns one. A registry looks a name up there when no
@@ -80,12 +82,14 @@ class _PackageMissingError(BadDefinitionError, CapabilityMissingError):
 
 
 def _core_tool(name: str) -> Tool[..., Any] | None:
-    """A tool the agent loop itself provides under `name` (`task_complete`), or None."""
-    if name != "task_complete":
-        return None
-    from onellm.tools.builtin.agent import task_complete_tool
+    """A tool the agent loop itself provides under `name` (`task_complete` and the sub-agent tools), or None."""
+    if name == "task_complete":
+        from onellm.tools.builtin.agent import task_complete_tool
 
-    return task_complete_tool()
+        return task_complete_tool()
+    from onellm.tools.builtin.subagents import AGENT_TOOL_NAMES, subagent_tool
+
+    return subagent_tool(name) if name in AGENT_TOOL_NAMES else None
 
 
 def _entry_points(name: str) -> list[Any]:
@@ -185,7 +189,7 @@ class ToolRegistry:
 
     def find(self, reference: str) -> Tool[..., Any] | None:
         """A tool by its name, or by the last path segment of a source path (`-` read as `_`); then the agent loop's
-        `task_complete`; then, when `installed` is on, a tool an installed distribution offers under that name. A tool
+        own tools (`task_complete`, the sub-agent tools); then, when `installed` is on, a tool an installed distribution offers under that name. A tool
         found in one of the last two ways is registered here.
 
         Raises:
