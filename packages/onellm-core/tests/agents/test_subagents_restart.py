@@ -76,12 +76,19 @@ SCRIPT = textwrap.dedent(
         else:
             parent.enqueue(step(("w2", "await_agent", {"ids": ["a2"]})), step(("t1", "task_complete", {"result": "both done", "summary": "s"})))
             child.enqueue(step(("t2", "task_complete", {"result": "child done", "summary": "c"}), usage=(700, 70)))
+            kept = {}  # the child's live run, held while it is live (the runtime keeps live runs weakly)
+
+            def hold(event):
+                if event.instance_id == "a2" and "a2" not in kept:
+                    kept["a2"] = runtime._agent_hub.live.get("a2")
+
+            runtime.agent_events.add(hold)
             run = await runtime.get_agent("a1")
             result = await run.result()
             from onellm.agents._result import instance_cost
             kid = await runtime.store.load("a2")
             report = next(c for m in result.instance.messages for c in m.tool_calls if c.id == "w2")
-            live = runtime._agent_hub.live["a2"]
+            live = kept["a2"]
             print(json.dumps({
                 "stop": result.stop_reason.value,
                 "own": str(result.cost.total),
