@@ -225,16 +225,9 @@ class BedrockDeployment(Deployment):
         secrets: tuple[Secret, ...],
         **options: Any,
     ) -> HttpCall:
-        if path.startswith("/v1/messages/count_tokens"):
-            raise self.refuse(provider, "token counting", "the token counter falls back to its local estimate")
-        if path.startswith("/v1/messages/batches"):
-            raise self.refuse(provider, "message batches", "use Bedrock batch inference jobs")
-        if method != "POST" or path != "/v1/messages" or not isinstance(body, Mapping):
-            raise self.refuse(provider, f"{method} {path}")
-        data = dict(body)
-        model = data.pop("model", None)
-        if not isinstance(model, str):
-            raise BadRequestError("the request names no model", provider=provider)
+        model, data = self.claude_messages(
+            provider, method, path, body, label="", batches="Bedrock batch inference jobs"
+        )
         streamed = bool(data.pop("stream", False)) or stream
         wire = {"anthropic_version": self.anthropic_version, **data}
         headers.pop("anthropic-version", None)

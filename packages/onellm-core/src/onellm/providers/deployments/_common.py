@@ -155,6 +155,24 @@ class Deployment:
         hint = f"; {instead}" if instead else ""
         return BadRequestError(f"{self.title} does not offer {what}{hint}", provider=provider)
 
+    def claude_messages(
+        self, provider: str, method: str, path: str, body: Mapping[str, Any] | bytes | None, *, label: str, batches: str
+    ) -> tuple[str, dict[str, Any]]:
+        """The model and the rest of the body of a Claude Messages call on a cloud that hosts Claude (the model goes
+        in the address there); every other Anthropic route is refused, token counting and batches with what to use
+        instead (`label` names the feature as this cloud says it, `batches` the cloud's own batch service)."""
+        if path.startswith("/v1/messages/count_tokens"):
+            raise self.refuse(provider, f"{label}token counting", "the token counter falls back to its local estimate")
+        if path.startswith("/v1/messages/batches"):
+            raise self.refuse(provider, f"{label}message batches", f"use {batches}")
+        if method != "POST" or path != "/v1/messages" or not isinstance(body, Mapping):
+            raise self.refuse(provider, f"{method} {path}")
+        data = dict(body)
+        model = data.pop("model", None)
+        if not isinstance(model, str):
+            raise BadRequestError("the request names no model", provider=provider)
+        return model, data
+
     @property
     def title(self) -> str:
         return {"azure": "Azure OpenAI", "bedrock": "Amazon Bedrock", "vertex": "Vertex AI"}.get(self.name, self.name)

@@ -138,16 +138,9 @@ class VertexAnthropicDeployment(Deployment):
         secrets: tuple[Secret, ...],
         **options: Any,
     ) -> HttpCall:
-        if path.startswith("/v1/messages/count_tokens"):
-            raise self.refuse(provider, "Claude token counting", "the token counter falls back to its local estimate")
-        if path.startswith("/v1/messages/batches"):
-            raise self.refuse(provider, "Claude message batches", "use Vertex AI batch prediction jobs")
-        if method != "POST" or path != "/v1/messages" or not isinstance(body, Mapping):
-            raise self.refuse(provider, f"{method} {path}")
-        data = dict(body)
-        model = data.pop("model", None)
-        if not isinstance(model, str):
-            raise BadRequestError("the request names no model", provider=provider)
+        model, data = self.claude_messages(
+            provider, method, path, body, label="Claude ", batches="Vertex AI batch prediction jobs"
+        )
         streamed = bool(data.get("stream")) or stream
         wire = {"anthropic_version": self.anthropic_version, **data}
         headers.pop("anthropic-version", None)
