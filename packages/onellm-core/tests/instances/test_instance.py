@@ -256,6 +256,45 @@ def test_a_hand_written_header_keeps_its_comments_while_unchanged() -> None:
     assert inst.dumps() == text + "- id: b\n  user:\n  - text: next\n"
 
 
+def test_every_header_edit_shows_in_the_next_save_even_one_equal_by_value() -> None:
+    # A save reuses the header text while the header is unchanged; these edits change it without a new attribute
+    # value, or to a value Python calls equal that is written differently.
+    text = "instanceId: h  # keep\ntemperature: 1\nstate: waiting\nmetadata:\n  count: 1\nmessages:\n- id: a\n  user:\n  - text: hi\n"
+    inst = Instance.loads(text)
+    assert inst.dumps() == text
+    assert inst.metadata is not None
+    inst.metadata["count"] = True  # in place, and True == 1
+    assert "  count: true\n" in inst.dumps()
+    inst.metadata["count"] = 1
+    assert "  count: 1\n" in inst.dumps()
+    inst.temperature = Decimal("1.0")  # == 1, written 1.0
+    assert "temperature: 1.0\n" in inst.dumps()
+    inst.temperature = 1.0  # a float equal to the decimal
+    assert "temperature: 1.0\n" in inst.dumps()
+    inst.extra["later"] = {"k": [1, 2]}
+    assert "later:\n  k:\n  - 1\n  - 2\n" in inst.dumps()
+    inst.extra["later"]["k"].append(3)
+    assert "  - 3\n" in inst.dumps()
+    inst.pending_approvals.append(PendingApproval(tool_call_id="c1", tool="t"))
+    assert "pendingApprovals:\n- toolCallId: c1\n" in inst.dumps()
+    inst.pending_approvals[0].decision = "approved"
+    assert "  decision: approved\n" in inst.dumps()
+    assert Instance.loads(inst.dumps()).pending_approvals[0].decision == "approved"
+
+
+def test_a_header_value_that_cannot_be_pickled_is_still_written() -> None:
+    inst = Instance.loads("instanceId: h\nstate: waiting\nmessages:\n- id: a\n  user:\n  - text: hi\n")
+
+    class Unpicklable(str):
+        def __reduce__(self) -> Any:
+            raise TypeError("no")
+
+    inst.extra["note"] = Unpicklable("plain")
+    assert "note: plain\n" in inst.dumps()
+    inst.extra["note"] = Unpicklable("other")
+    assert "note: other\n" in inst.dumps()
+
+
 def test_new_blocks_follow_the_file_sequence_indentation() -> None:
     text = "instanceId: i\nmessages:\n  - id: a\n    user:\n      - text: hi\n"
     inst = Instance.loads(text)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import errno
 import gc
 import os
+import pickle
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -170,6 +171,8 @@ class _Source:
     header: dict[str, Any]
     messages: tuple[Message, ...]
     header_text: str | None = None
+    signature: bytes | None = None
+    """`Instance._signature()` when `header` was taken: equal bytes mean an equal header."""
     messages_line: str | None = None
     prefix: str = ""
     indent: int = 0
@@ -412,6 +415,21 @@ class Instance:
             out["compactions"] = [entry.to_data() for entry in self.compactions]
         return out
 
+    def _signature(self) -> bytes | None:
+        """Every header value pickled: two equal signatures mean the same header (the same types, values and key
+        order), so a save can skip building and comparing the header's plain data. Pickling looks at the values as
+        they are now, so a container edited in place is seen too. None when a value cannot be pickled."""
+        values = [getattr(self, attr) for _, attr, _ in _SIMPLE]
+        values.append(self.extra)
+        values.append(self.pending_approvals)
+        values.append(self.compactions)
+        values.append("pendingApprovals" in self._empty_lists)
+        values.append("compactions" in self._empty_lists)
+        try:
+            return pickle.dumps(values, pickle.HIGHEST_PROTOCOL)
+        except Exception:  # an object of any kind may sit in `extra`: the slow comparison takes it
+            return None
+
     def to_data(self) -> dict[str, Any]:
         """The whole instance as plain data (str, bool, int, Decimal, None, list, dict), keys in the written order."""
         out = self._header_data()
@@ -544,6 +562,7 @@ class Instance:
             header=inst._header_data(),
             messages=tuple(messages),
             header_text=header_text,
+            signature=inst._signature(),
             messages_line=None if layout.explicit_empty else layout.messages_line,
             prefix="" if layout.explicit_empty else layout.prefix,
             indent=indent,
@@ -566,7 +585,9 @@ class Instance:
             line, column = locate(text, parse_path(exc.path))
             raise BadDefinitionError(exc.detail, file=file, line=line, column=column, path=exc.path) from None
         inst._watch(inst.messages)
-        inst._source = _Source(parts=(text,), header=inst._header_data(), messages=tuple(inst.messages))
+        inst._source = _Source(
+            parts=(text,), header=inst._header_data(), messages=tuple(inst.messages), signature=inst._signature()
+        )
         return inst
 
     def forget_written_text(self) -> None:
@@ -615,12 +636,18 @@ class Instance:
         """The instance file text in pieces that join to `dumps()`: the header, then each message's block, kept
         between saves. A store that writes them one after the other (or keeps them) never copies the conversation
         into one string."""
-        header = self._header_data()
         source = self._source
+        signature = self._signature()
+        unchanged = source is not None and signature is not None and signature == source.signature
+        if source is not None and unchanged:
+            header = source.header
+        else:
+            header = self._header_data()
+            unchanged = source is not None and same(header, source.header)
         messages = self.messages
         header_text: str | None = None
         changed = self._settle()
-        if source is not None and same(header, source.header):
+        if source is not None and unchanged:
             if (
                 not changed
                 and len(messages) == len(source.messages)
@@ -683,6 +710,7 @@ class Instance:
             header=header,
             messages=tuple(messages),
             header_text=header_text,
+            signature=signature,
             messages_line=messages_line if messages else None,
             prefix=prefix,
             indent=indent,

@@ -265,9 +265,25 @@ def _body(text: str, indent: int, out: list[str]) -> None:
         out.append("\n")
 
 
+def _bool_text(value: bool) -> str:
+    return "true" if value else "false"
+
+
+# The scalar types most values are, each with its writer: found by exact type, before the general checks.
+_SCALAR_TEXT: dict[type, Any] = {
+    int: int.__repr__,
+    bool: _bool_text,
+    Decimal: decimal_text,
+    type(None): lambda _: "null",
+}
+
+
 def _after_key(value: Any, indent: int, out: list[str], seq: int) -> None:
     kind = type(value)
-    if kind is str or (kind is not dict and kind is not list and isinstance(value, str)):
+    text_of = _SCALAR_TEXT.get(kind)
+    if text_of is not None:
+        out.append(": " + text_of(value) + "\n")
+    elif kind is str or (kind is not dict and kind is not list and isinstance(value, str)):
         if "\n" in value and literal_ok(value):
             out.append(": |\n" if value.endswith("\n") else ": |-\n")
             _body(value, indent + 2, out)
@@ -297,11 +313,21 @@ def _mapping(data: Mapping[Any, Any], indent: int, out: list[str], first: str | 
     pad = " " * indent
     lead = pad if first is None else first
     good = good_keys
+    scalars = _SCALAR_TEXT
+    plain_known = _plain_cache
     for key, value in data.items():
         out.append(lead)
         lead = pad
         out.append(key if key in good else key_text(key, pad))  # a key checked before is written as it is
-        _after_key(value, indent, out, seq)
+        # The common cases inline: a number, a flag or null, and a one-line string already known to be plain.
+        kind = type(value)
+        text_of = scalars.get(kind)
+        if text_of is not None:
+            out.append(": " + text_of(value) + "\n")
+        elif kind is str and plain_known.get(value) is True:
+            out.append(": " + value + "\n")
+        else:
+            _after_key(value, indent, out, seq)
 
 
 def _sequence(items: list[Any] | tuple[Any, ...], indent: int, out: list[str], seq: int) -> None:
