@@ -3,6 +3,7 @@ result cache), and the services it hands to the runs it starts (`runtime.service
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import datetime
@@ -786,10 +787,20 @@ class _Services:
                 from onellm.runtime._assets import store_assets
 
                 store_assets(store, instance, instance.messages[-1])
-            with anyio.CancelScope(shield=True):
-                await store.save(instance)
+            if type(store) is _memory_store():
+                cast(Any, store).save_sync(instance)  # in memory, and no await: nothing can cut it short
+            else:
+                with anyio.CancelScope(shield=True):
+                    await store.save(instance)
         except OSError as error:
             raise _storage_error(store, instance, "save", error) from error
+
+
+@functools.cache
+def _memory_store() -> type:
+    from onellm.instances import MemoryInstanceStore
+
+    return MemoryInstanceStore
 
 
 def _storage_error(store: Any, instance: Instance, operation: str, error: OSError) -> StorageError:
