@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -24,9 +25,9 @@ from onellm.instances import (
     new_instance_id,
     validate_instance_id,
 )
-from onellm.messages import Message, TextPart, Timestamp, ToolCall
+from onellm.messages import CostLine, Message, TextPart, Timestamp, ToolCall, Usage
 from onellm.testing.store_conformance import RICH_INSTANCE
-from onellm.yamlio import safe_load
+from onellm.yamlio import emit_block, safe_load
 
 
 def conversation(n: int, instance_id: str = "conv") -> Instance:
@@ -293,6 +294,89 @@ def test_a_header_value_that_cannot_be_pickled_is_still_written() -> None:
     assert "note: plain\n" in inst.dumps()
     inst.extra["note"] = Unpicklable("other")
     assert "note: other\n" in inst.dumps()
+
+
+def _canonical(text: str) -> str:
+    fresh = Instance.loads(text)
+    fresh.forget_written_text()
+    return fresh.dumps()
+
+
+def _answered(pending: Message, result: str) -> Message:
+    """The pending turn with its call answered: a new message (the old one's copy) holding the same usage object."""
+    done = copy.copy(pending)
+    done.tool_calls = [msgspec.structs.replace(pending.tool_calls[0], result=[TextPart(text=result)])]
+    return done
+
+
+def _priced_turn(message_id: str, **extra: Any) -> Message:
+    usage = Usage(
+        input_tokens=300,
+        output_tokens=20,
+        cost=Decimal("0.000800"),
+        cost_lines=[
+            CostLine(
+                counter="inputTokens", quantity=300, per=1_000_000, unit_price=Decimal(2), amount=Decimal("0.000600")
+            )
+        ],
+    )
+    return Message(
+        id=message_id,
+        tool_calls=[ToolCall(id="c1", tool="lookup", inputs={"n": 1})],
+        date_time="2026-01-02T03:04:05Z",
+        usage=usage,
+        **extra,
+    )
+
+
+@pytest.mark.parametrize("indent", [0, 2])
+def test_a_turn_whose_calls_are_answered_is_written_as_if_from_scratch(
+    indent: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import onellm.yamlio
+
+    written: list[list[str]] = []
+    real = onellm.yamlio.emit_block
+
+    def counting(data: Any, indent: int = 0) -> str:
+        written.append(list(data))
+        return real(data, indent)
+
+    monkeypatch.setattr(onellm.yamlio, "emit_block", counting)
+    pad = " " * indent
+    start = f"instanceId: i\nmessages:\n{pad}- id: a\n{pad}  user:\n{pad}  - text: hi\n"
+    inst = Instance.loads(start)
+    pending = _priced_turn("b")
+    inst.messages.append(pending)
+    assert inst.dumps() == start + emit_block(pending.to_data(), indent)
+    inst.messages[-1] = _answered(pending, "ok")
+    text = inst.dumps()
+    assert text == start + emit_block(inst.messages[-1].to_data(), indent)
+    assert f"{pad}    - text: ok\n" in text
+    assert Instance.loads(text).messages[-1] == inst.messages[-1]
+    # The pending turn was written whole; the answered one without usage, whose lines were the pending turn's.
+    assert [keys[-1] for keys in written] == ["usage", "dateTime"]
+
+
+def test_answered_turn_reuses_usage_text_only_when_it_is_still_good() -> None:
+    inst = Instance(id="i", state="running")
+    pending = _priced_turn("b")
+    inst.messages.append(pending)
+    inst.dumps()
+    assert pending.usage is not None
+    pending.usage.output_tokens = 21  # edited in place before the answer replaced it: the old text is stale
+    inst.messages[-1] = _answered(pending, "ok")
+    text = inst.dumps()
+    assert "outputTokens: 21\n" in text
+    assert text == _canonical(text)
+
+    later = _priced_turn("c", when="{{ true }}")  # a key after usage: nothing is reused
+    inst.messages.append(later)
+    inst.dumps()
+    inst.messages[-1] = _answered(later, "fine")
+    text = inst.dumps()
+    assert text == _canonical(text)
+    assert Instance.loads(text).messages[-1].when == "{{ true }}"
 
 
 def test_new_blocks_follow_the_file_sequence_indentation() -> None:

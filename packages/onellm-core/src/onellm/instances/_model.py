@@ -21,9 +21,11 @@ the format that messages are immutable once appended: to change a message, put a
 from __future__ import annotations
 
 import errno
+import functools
 import gc
 import os
 import pickle
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -685,7 +687,7 @@ class Instance:
                         stamp = memo.stamp
                         block = memo.get(key)
                     if block is None:
-                        block = yamlio.emit_block(msg.to_data(), indent)
+                        block = self._emit(msg, i, source, indent)
                         if memo is not None:
                             memo.put(key, block)
                 if _may_change(msg):
@@ -716,6 +718,30 @@ class Instance:
             indent=indent,
         )
         return pieces
+
+    def _emit(self, msg: Message, index: int, source: _Source | None, indent: int) -> str:
+        """The block of `msg`, written out. A message that took the place of one with the same id (a turn's calls
+        answered, say) and still holds that one's `usage` object reuses the written `usage` lines: they are most of a
+        turn's block, and the object's text is still good while the old message's is (see `_settle`)."""
+        data = msg.to_data()
+        usage = msg.usage
+        if usage is None or source is None or index >= len(source.messages) or next(reversed(data)) != "usage":
+            return yamlio.emit_block(data, indent)
+        old = source.messages[index]
+        if old is msg or old.usage is not usage or old.id is None or old.id != msg.id:
+            return yamlio.emit_block(data, indent)
+        entry = self._blocks.get(id(old))
+        if entry is None or entry[0] is not old:
+            return yamlio.emit_block(data, indent)
+        text = entry[1]
+        at = text.rfind(f"\n{' ' * (indent + 2)}usage:")
+        if at < 0:
+            return yamlio.emit_block(data, indent)
+        tail = text[at + 1 :]
+        if _top_key(indent).search(tail, 1) is not None:
+            return yamlio.emit_block(data, indent)  # another key follows usage there
+        del data["usage"]
+        return yamlio.emit_block(data, indent) + tail
 
     # -- files -----------------------------------------------------------------------------------------------------
 
@@ -750,6 +776,12 @@ class Instance:
 def encoded_parts(instance: Instance) -> list[bytes]:
     """The instance file's bytes in pieces (`Instance.dump_parts`, each encoded), for `write_atomic`."""
     return [part.encode("utf-8") for part in instance.dump_parts()]
+
+
+@functools.cache
+def _top_key(indent: int) -> re.Pattern[str]:
+    """A line holding a key of a message block whose dash sits at column `indent`."""
+    return re.compile(f"\n {{{indent + 2}}}[^ \\-\n]")
 
 
 def _may_change(msg: Message) -> bool:
