@@ -19,10 +19,12 @@ openai.assert_complete()
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import math
+import operator
 from collections import deque
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +58,8 @@ if TYPE_CHECKING:
 __all__ = ["Pause", "ScriptStep", "ScriptedProvider", "ScriptedToolCall"]
 
 _ENCODER = msgspec.json.Encoder(decimal_format="number")
+_REQUEST_FIELDS = operator.attrgetter(*(f.name for f in dataclasses.fields(ChatRequest)))
+"""A request's fields in the order its constructor takes them: a copy without `copy.copy`'s generic path."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,18 +248,40 @@ class ScriptedProvider:
     # --------------------------------------------------------------------------------------------------- chat
     async def send(self, request: ChatRequest) -> ChatResponse:
         accumulator = whole_answer_accumulator()  # the runtime's, so a cancelled call keeps what had arrived
-        async for event in self.stream(request):
-            accumulator.add(event)
+        step = self._take(request)
+        await anyio.lowlevel.checkpoint()
+        if any(isinstance(piece, Pause) for piece in step.pieces):  # waits on the way: the stream's own pace
+            async for event in self._events(step, request):
+                accumulator.add(event)
+        else:
+            add = accumulator.add
+            for event in self._answer(step, request):
+                add(event)
         return response_from(accumulator, request.warnings)
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        kept = copy.copy(request)
+        step = self._take(request)
+        await anyio.lowlevel.checkpoint()
+        async for event in self._events(step, request):
+            yield event
+
+    def _take(self, request: ChatRequest) -> ScriptStep:
+        """Keep a copy of the request (its message list too: the caller may add to it) and take the next step."""
+        if type(request) is ChatRequest:
+            kept = ChatRequest(*_REQUEST_FIELDS(request))
+        else:
+            kept = copy.copy(request)
         kept.messages = list(request.messages)
         self.requests.append(kept)
-        step = self._next(f"model {request.model!r}")
-        await anyio.lowlevel.checkpoint()
-        yield MessageStart(model=step.model or request.model, response_id=f"scripted-{self._served}")
-        index = 0
+        return self._next(f"model {request.model!r}")
+
+    async def _events(self, step: ScriptStep, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """The step's events, waiting at its pauses."""
+        if not any(isinstance(piece, Pause) for piece in step.pieces):
+            for event in self._answer(step, request):
+                yield event
+            return
+        yield self._start(step, request)
         started = False
         for piece in step.pieces:
             if isinstance(piece, Pause):
@@ -264,8 +290,24 @@ class ScriptedProvider:
             if piece:
                 started = True
                 yield TextDelta(0, piece)
-        if started:
-            index = 1
+        for event in self._rest(step, request, 1 if started else 0):
+            yield event
+
+    def _answer(self, step: ScriptStep, request: ChatRequest) -> Iterator[StreamEvent]:
+        """The events of a step without pauses, in order; the step's error is raised after its text."""
+        yield self._start(step, request)
+        started = False
+        for piece in step.pieces:
+            if piece:
+                started = True
+                yield TextDelta(0, piece)  # type: ignore[arg-type]  # no Pause in this step
+        yield from self._rest(step, request, 1 if started else 0)
+
+    def _start(self, step: ScriptStep, request: ChatRequest) -> MessageStart:
+        return MessageStart(model=step.model or request.model, response_id=f"scripted-{self._served}")
+
+    def _rest(self, step: ScriptStep, request: ChatRequest, index: int) -> Iterator[StreamEvent]:
+        """What follows the text: the error (raised), or the tool calls, usage and `Done`."""
         if step.error is not None:
             raise step.error
         for call in step.tool_calls:
