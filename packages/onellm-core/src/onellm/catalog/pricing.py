@@ -123,6 +123,7 @@ class PriceTable:
     __slots__ = (
         "_fixed",
         "_flat_prices",
+        "_main_apart",
         "_main_plan",
         "as_of",
         "data",
@@ -194,9 +195,9 @@ class PriceTable:
                 self._fixed[counter] = candidates[0].resolved if candidates else self._flat_prices[counter]
         self._main_plan: dict[str, _MainStep | None] | None = None
         """What the fast path prices the four main counters with, made on first use (`_main_plan`)."""
-        self.simple = (
-            not self.tiers and self.long_input is None and not any(c in self.subset_of for c in KNOWN_PRICE_COUNTERS)
-        )
+        self._main_apart = not any(c in self.subset_of for c in KNOWN_PRICE_COUNTERS)
+        """No main counter counts tokens inside another."""
+        self.simple = not self.tiers and self.long_input is None and self._main_apart
 
     @classmethod
     def compile(cls, data: Mapping[str, Any] | None) -> PriceTable:
@@ -342,7 +343,7 @@ def price_usage(
         table = entry.price_table_at(today)
     tier_name = service_tier if service_tier is not None else usage.service_tier
     if (
-        table.simple
+        (table.simple or (table._main_apart and _at_base_rates(table, usage)))
         and table.has_price
         and not usage.counters
         and tier_name is None
@@ -406,6 +407,31 @@ def _day_of(at: Any) -> _dt.date:
 _NO_QUALIFIERS: Mapping[str, str] = {}
 # Dividing by these never leaves a remainder in decimal: amounts are exact without checking.
 _DECIMAL_PERS = frozenset({1, 10, 100, 1000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000})
+
+
+def _at_base_rates(table: PriceTable, usage: Usage) -> bool:
+    """Whether a call with only the four main counters stays below the table's long-context threshold and every
+    tier (then it is priced as a simple table would price it)."""
+    total_input = usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens
+    if table.long_input is not None and total_input > table.long_threshold:
+        return False
+    for tier in table.tiers:
+        basis = tier.basis
+        if basis is None or basis == "totalInputTokens":
+            value = total_input
+        elif basis == "inputTokens":
+            value = usage.input_tokens
+        elif basis == "outputTokens":
+            value = usage.output_tokens
+        elif basis == "cacheCreationInputTokens":
+            value = usage.cache_creation_input_tokens
+        elif basis == "cacheReadInputTokens":
+            value = usage.cache_read_input_tokens
+        else:
+            value = 0  # a counter the call does not report
+        if value > tier.above:
+            return False
+    return True
 
 
 def _price_main(table: PriceTable, usage: Usage) -> Cost | None:

@@ -56,6 +56,15 @@ _JSON = msgspec.json.Decoder(float_hook=Decimal)
 
 _ADJUSTER: list[Any] = []
 _UNSHIELDED = contextlib.nullcontext()
+_START_SPAN: list[Any] = []
+
+
+def _load_start_span() -> Any:
+    """`start_model_call`, imported on the first call sent."""
+    from onellm.telemetry import start_model_call
+
+    _START_SPAN.append(start_model_call)
+    return start_model_call
 
 
 def _load_adjuster() -> Any:
@@ -186,8 +195,7 @@ class ModelCall:
                 raise await self._cancelled(cancelled) from cancelled
         if hit is not None:
             return hit
-        from onellm.telemetry import start_model_call
-
+        start_model_call = _START_SPAN[0] if _START_SPAN else _load_start_span()
         self.span = start_model_call("chat", self.model.provider, self.requested_model)
         self.started = time.perf_counter()
         return None
@@ -285,8 +293,10 @@ class ModelCall:
                     )
                     turn.usage = usage
                 warnings = list(self.request.warnings)
-                warnings.extend(w for w in response.warnings if w not in warnings)
-                warnings.extend(cost.warnings)
+                if response.warnings:
+                    warnings.extend(w for w in response.warnings if w not in warnings)
+                if cost.warnings:
+                    warnings.extend(cost.warnings)
                 if self.span is not None:
                     self.span.succeed(
                         response_model=response.model or self.model.name,

@@ -24,7 +24,7 @@ import hashlib
 import math
 import operator
 from collections import deque
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -257,6 +257,8 @@ class ScriptedProvider:
             add = accumulator.add
             for event in self._answer(step, request):
                 add(event)
+            if step.error is not None:
+                raise step.error
         return response_from(accumulator, request.warnings)
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
@@ -273,13 +275,18 @@ class ScriptedProvider:
             kept = copy.copy(request)
         kept.messages = list(request.messages)
         self.requests.append(kept)
-        return self._next(f"model {request.model!r}")
+        if self._steps:
+            self._served += 1
+            return self._steps.popleft()
+        return self._next(f"model {request.model!r}")  # raises: nothing queued
 
     async def _events(self, step: ScriptStep, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        """The step's events, waiting at its pauses."""
+        """The step's events, waiting at its pauses; the step's error is raised after its text."""
         if not any(isinstance(piece, Pause) for piece in step.pieces):
             for event in self._answer(step, request):
                 yield event
+            if step.error is not None:
+                raise step.error
             return
         yield self._start(step, request)
         started = False
@@ -290,34 +297,40 @@ class ScriptedProvider:
             if piece:
                 started = True
                 yield TextDelta(0, piece)
-        for event in self._rest(step, request, 1 if started else 0):
+        if step.error is not None:
+            raise step.error
+        for event in self._ending(step, request, 1 if started else 0, []):
             yield event
 
-    def _answer(self, step: ScriptStep, request: ChatRequest) -> Iterator[StreamEvent]:
-        """The events of a step without pauses, in order; the step's error is raised after its text."""
-        yield self._start(step, request)
+    def _answer(self, step: ScriptStep, request: ChatRequest) -> list[StreamEvent]:
+        """The events of a step without pauses, in order; for a failing step, those sent before it fails (the
+        caller raises its error after them)."""
+        events: list[StreamEvent] = [self._start(step, request)]
         started = False
         for piece in step.pieces:
             if piece:
                 started = True
-                yield TextDelta(0, piece)  # type: ignore[arg-type]  # no Pause in this step
-        yield from self._rest(step, request, 1 if started else 0)
+                events.append(TextDelta(0, piece))  # type: ignore[arg-type]  # no Pause in this step
+        if step.error is not None:
+            return events
+        return self._ending(step, request, 1 if started else 0, events)
 
     def _start(self, step: ScriptStep, request: ChatRequest) -> MessageStart:
         return MessageStart(model=step.model or request.model, response_id=f"scripted-{self._served}")
 
-    def _rest(self, step: ScriptStep, request: ChatRequest, index: int) -> Iterator[StreamEvent]:
-        """What follows the text: the error (raised), or the tool calls, usage and `Done`."""
-        if step.error is not None:
-            raise step.error
+    def _ending(
+        self, step: ScriptStep, request: ChatRequest, index: int, events: list[StreamEvent]
+    ) -> list[StreamEvent]:
+        """`events` with what follows the text added: the tool calls, usage and `Done`."""
         for call in step.tool_calls:
-            yield ToolCallStart(index, call.id, call.tool)
-            yield ToolCallArgumentsDelta(index, call.arguments_text)
-            yield ToolCallEnd(index)
+            events.append(ToolCallStart(index, call.id, call.tool))
+            events.append(ToolCallArgumentsDelta(index, call.arguments_text))
+            events.append(ToolCallEnd(index))
             index += 1
         if step.usage is not None:
-            yield UsageEvent(step.usage.merge(Usage(model=step.model or request.model)))
-        yield Done(step.finish_reason or ("tool_calls" if step.tool_calls else "stop"))
+            events.append(UsageEvent(step.usage.merge(Usage(model=step.model or request.model))))
+        events.append(Done(step.finish_reason or ("tool_calls" if step.tool_calls else "stop")))
+        return events
 
     # ---------------------------------------------------------------------------------------------- embeddings
     async def embed(self, request: EmbeddingRequest) -> EmbeddingResponse:
