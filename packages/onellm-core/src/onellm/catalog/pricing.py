@@ -452,15 +452,20 @@ def _price_main(table: PriceTable, usage: Usage) -> Cost | None:
         step = plan[counter]
         if step is None:
             return None
-        price, divisor, quantum = step
+        price, divisor, quantum, digits, shift = step
         # `_line` for a main counter: quantity × unit ÷ per (a power of ten), at the price's scale.
-        value = _EXACT.multiply(Decimal(amount), price.unit)
-        if divisor is not None:
-            value = _EXACT.divide(value, divisor)
-        if quantum is not None and type(amount) is int:
-            value = _to_quantum(value, quantum)
+        if digits is not None and type(amount) is int and -_FUSED_LIMIT < (whole := amount * digits) < _FUSED_LIMIT:
+            # The same amount in one step: the unit's digits times the quantity, the point moved to the price's
+            # scale (nothing is rounded, and the quantize below would only have added zeros).
+            value = Decimal(whole).scaleb(shift, _EXACT)
         else:
-            value = at_price_scale(value, amount, price.per, price.unit, _ONE)
+            value = _EXACT.multiply(Decimal(amount), price.unit)
+            if divisor is not None:
+                value = _EXACT.divide(value, divisor)
+            if quantum is not None and type(amount) is int:
+                value = _to_quantum(value, quantum)
+            else:
+                value = at_price_scale(value, amount, price.per, price.unit, _ONE)
         line = CostLine(
             counter=counter,
             quantity=amount,
@@ -477,7 +482,9 @@ def _price_main(table: PriceTable, usage: Usage) -> Cost | None:
     return Cost(lines=tuple(lines), total=total)
 
 
-_MainStep = tuple["_Price", Decimal | None, Decimal | None]
+_MainStep = tuple["_Price", Decimal | None, Decimal | None, int | None, int]
+_FUSED_LIMIT = 10**80
+"""Amounts with fewer digits than this are made in one step (`_ADD_ZEROS` quantizes at 80 digits)."""
 
 
 def _main_plan(table: PriceTable) -> dict[str, _MainStep | None]:
@@ -494,7 +501,14 @@ def _main_plan(table: PriceTable) -> dict[str, _MainStep | None]:
         divisor = None if price.per == 1 else Decimal(price.per)
         places = _unit_places(price.unit) + len(str(per)) - 1
         quantum = _QUANTUM[places] if places < len(_QUANTUM) else None
-        plan[counter] = (price, divisor, quantum)
+        # quantity × unit ÷ 10^k at `places` is the integer quantity × (the unit's digits, its positive exponent
+        # applied) with the point `places` from the right; a signed unit (-0 among them) keeps the general path.
+        unit = price.unit
+        digits: int | None = None
+        sign, unit_digits, exponent = unit.as_tuple()
+        if quantum is not None and not sign and isinstance(exponent, int):
+            digits = int("".join(map(str, unit_digits)) or "0") * 10 ** max(exponent, 0)
+        plan[counter] = (price, divisor, quantum, digits, -places)
     return plan
 
 
