@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from onellm._public import publish as _publish
 from onellm.catalog.entries import ThinkingSettings
 from onellm.errors import UnsupportedParameterError
+from onellm.messages import TextPart
 
 if TYPE_CHECKING:
     from onellm.catalog._catalog import ResolvedModel
@@ -77,15 +78,17 @@ def _media_counts(request: Any) -> tuple[int, int, int, int]:
     kinds = _MEDIA_KINDS
     for message in getattr(request, "messages", None) or ():
         for part in getattr(message, "user", None) or ():
-            if getattr(part, "kind", None) in kinds:
+            if type(part) is not TextPart and getattr(part, "kind", None) in kinds:
                 _count_medium(part, counts)
         for part in getattr(message, "assistant", None) or ():
-            if getattr(part, "kind", None) in kinds:
+            if type(part) is not TextPart and getattr(part, "kind", None) in kinds:
                 _count_medium(part, counts)
-        for call in getattr(message, "tool_calls", None) or ():
-            for part in getattr(call, "result", None) or ():
-                if getattr(part, "kind", None) in kinds:
-                    _count_medium(part, counts)
+        calls = getattr(message, "tool_calls", None)
+        if calls:
+            for call in calls:
+                for part in getattr(call, "result", None) or ():
+                    if type(part) is not TextPart and getattr(part, "kind", None) in kinds:
+                        _count_medium(part, counts)
     return counts[0], counts[1], counts[2], counts[3]
 
 
