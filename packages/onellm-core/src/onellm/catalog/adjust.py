@@ -159,7 +159,11 @@ class RequestAdjuster:
 
         cls = type(self)
         memo = getattr(self.model, "_derived", None)
-        if memo is None or cls.adjust is not RequestAdjuster.adjust or cls.supports is not RequestAdjuster.supports:
+        if (
+            type(memo) is not dict  # not a catalog's resolved model (a stand-in in a test): nothing is kept
+            or cls.adjust is not RequestAdjuster.adjust
+            or cls.supports is not RequestAdjuster.supports
+        ):
             result = self.adjust(settings_of(request))
         else:
             # The decision depends on the model and the settings alone: settings seen to pass unchanged are kept on
