@@ -225,3 +225,30 @@ def test_shipped_openai_strips_a_thinking_budget() -> None:
     assert result.settings.reasoning_effort == "low"
     with pytest.raises(UnsupportedParameterError):
         RequestAdjuster(model).adjust(RequestSettings(reasoning_effort="minimal"))
+
+
+def test_a_request_that_passed_once_is_judged_again_when_it_carries_media_or_the_catalog_changes() -> None:
+    from onellm.messages import AssetPart, Message, TextPart
+    from onellm.providers import ChatRequest
+
+    catalog = Catalog.from_layers([{"name": "p", "models": [{"name": "plain", "supportsAudio": False}]}])
+    model = catalog.resolve("p:plain")
+    text = ChatRequest(model="plain", messages=[Message(user=[TextPart(text="hi")])], temperature=0.5)
+    assert RequestAdjuster(model).adjust_request(text) is text
+    assert RequestAdjuster(model).adjust_request(text) is text  # the second time from what the model kept
+    # The same options with an audio file in the history: refused, not passed for having passed before.
+    heard = ChatRequest(
+        model="plain",
+        messages=[Message(user=[TextPart(text="hi")]), Message(user=[AssetPart(content_type="audio/wav", data=b"x")])],
+        temperature=0.5,
+    )
+    with pytest.raises(UnsupportedParameterError, match="audio"):
+        RequestAdjuster(model).adjust_request(heard)
+    # A catalog that now says the model takes no temperature resolves a new model, which strips it.
+    stricter = Catalog.from_layers(
+        [{"name": "p", "models": [{"name": "plain", "supportsAudio": False, "supportsTemperature": False}]}]
+    )
+    sent = RequestAdjuster(stricter.resolve("p:plain")).adjust_request(text)
+    assert sent is not text
+    assert sent.temperature is None
+    assert [w.kind for w in sent.warnings] == ["parameter_stripped"]

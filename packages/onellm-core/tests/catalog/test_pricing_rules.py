@@ -82,6 +82,43 @@ def test_fast_and_full_paths_agree() -> None:
     assert fast.total == full.total == Decimal("0.123457")
 
 
+def test_a_call_below_every_tier_prices_as_the_full_path_does() -> None:
+    tiered = Catalog.from_layers(
+        {
+            "name": "t",
+            "models": [
+                {
+                    "name": "m",
+                    "pricing": {
+                        "inputPerMillion": "0.50",
+                        "outputPerMillion": "1E+1",
+                        "cacheReadPerMillion": "0.05",
+                        "longContextInputPerMillion": 1,
+                        "longContextThreshold": 1000,
+                        "tiers": [{"above": 500, "basis": "outputTokens", "multipliers": {"*": 2}}],
+                    },
+                }
+            ],
+        }
+    ).resolve("t:m")
+    for usage in (
+        Usage(input_tokens=340, output_tokens=20, cache_read_input_tokens=660),  # 1,000 input tokens: not above
+        Usage(input_tokens=3, output_tokens=500),
+        Usage(input_tokens=1001, output_tokens=20),  # long context
+        Usage(input_tokens=3, output_tokens=501),  # the tier
+    ):
+        short = tiered.price(usage)
+        full = tiered.price(usage, service_tier="standard")  # the general path, always
+        assert [(str(line.amount), line.multiplier, line.label) for line in short.lines] == [
+            (str(line.amount), line.multiplier, line.label) for line in full.lines
+        ]
+        assert str(short.total) == str(full.total)
+    below = tiered.price(Usage(input_tokens=340, output_tokens=20))
+    assert [str(line.amount) for line in below.lines] == ["0.00017000", "0.000200"]
+    above = tiered.price(Usage(input_tokens=3, output_tokens=501))
+    assert above.lines[1].multiplier == 2
+
+
 def test_cost_round_trips_through_plain_data() -> None:
     from onellm.messages import Cost
 

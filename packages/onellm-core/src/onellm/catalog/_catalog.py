@@ -314,6 +314,12 @@ class ResolvedModel:
 
         return ModelProfile.from_resolved(self)
 
+    @cached_property
+    def _derived(self) -> dict[str, Any]:
+        """Values worked out from this model's entries once per resolved model and kept for its later calls (the
+        adjuster's decisions, price lookups). A replaced catalog resolves new models, so nothing outlives it."""
+        return {}
+
     @property
     def local(self) -> bool:
         """True for a server on this machine: a `local: true` preset or provider, or a loopback base URL."""

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from onellm._public import publish as _publish
 from onellm.catalog.entries import ThinkingSettings
 from onellm.errors import UnsupportedParameterError
+from onellm.messages import TextPart
 
 if TYPE_CHECKING:
     from onellm.catalog._catalog import ResolvedModel
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 __all__ = ["Adjustment", "RequestAdjuster", "RequestSettings", "settings_of"]
 
 _NEUTRAL_TIERS = frozenset({"standard", "default", "auto"})
+_PASSING_LIMIT = 256
+"""How many distinct settings one model remembers as passing unchanged."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,43 +66,72 @@ class Adjustment:
 def settings_of(request: Any) -> RequestSettings:
     """The `RequestSettings` of a provider `ChatRequest`: its options, and how many images, PDFs, audio and video
     files its messages carry."""
-    reasoning = getattr(request, "reasoning", None)
-    choice = getattr(request, "tool_choice", None)
-    response_format = getattr(request, "response_format", None)
-    cache = getattr(request, "cache", None)
-    counts = {"image": 0, "pdf": 0, "audio": 0, "video": 0}
+    return _settings_of(request, count_media=True)
+
+
+_MEDIA_KINDS = frozenset({"asset", "fileRef"})
+
+
+def _media_counts(request: Any) -> tuple[int, int, int, int]:
+    """How many images, PDFs, audio and video files (asset and file reference parts) the request's messages carry."""
+    counts = [0, 0, 0, 0]
+    kinds = _MEDIA_KINDS
     for message in getattr(request, "messages", None) or ():
-        parts = [*(getattr(message, "user", None) or ()), *(getattr(message, "assistant", None) or ())]
-        for call in getattr(message, "tool_calls", None) or ():
-            parts.extend(getattr(call, "result", None) or ())
-        for part in parts:
-            content_type = (getattr(part, "content_type", None) or "").lower()
-            if not content_type or getattr(part, "kind", None) not in ("asset", "fileRef"):
-                continue
-            if content_type.startswith("image/"):
-                counts["image"] += 1
-            elif content_type == "application/pdf":
-                counts["pdf"] += 1
-            elif content_type.startswith("audio/"):
-                counts["audio"] += 1
-            elif content_type.startswith("video/"):
-                counts["video"] += 1
-    return RequestSettings(
-        temperature=getattr(request, "temperature", None),
-        top_p=getattr(request, "top_p", None),
-        reasoning_effort=getattr(reasoning, "effort", None),
-        thinking_budget=getattr(reasoning, "budget_tokens", None),
-        reasoning_summary=getattr(reasoning, "summary", None),
-        max_output_tokens=getattr(request, "max_output_tokens", None),
-        cache=cache is not None and getattr(cache, "enabled", True) is not False,
-        tools=len(getattr(request, "tools", None) or ()) + len(getattr(request, "hosted_tools", None) or ()),
-        tool_choice_forced=getattr(choice, "mode", "auto") in ("required", "tool"),
-        json_schema=getattr(response_format, "type", None) == "json_schema",
-        images=counts["image"],
-        pdfs=counts["pdf"],
-        audio=counts["audio"],
-        video=counts["video"],
-        service_tier=getattr(request, "service_tier", None),
+        for part in getattr(message, "user", None) or ():
+            if type(part) is not TextPart and getattr(part, "kind", None) in kinds:
+                _count_medium(part, counts)
+        for part in getattr(message, "assistant", None) or ():
+            if type(part) is not TextPart and getattr(part, "kind", None) in kinds:
+                _count_medium(part, counts)
+        calls = getattr(message, "tool_calls", None)
+        if calls:
+            for call in calls:
+                for part in getattr(call, "result", None) or ():
+                    if type(part) is not TextPart and getattr(part, "kind", None) in kinds:
+                        _count_medium(part, counts)
+    return counts[0], counts[1], counts[2], counts[3]
+
+
+def _count_medium(part: Any, counts: list[int]) -> None:
+    """Count an asset or file reference part as an image, a PDF, audio or video by its content type."""
+    content_type = (getattr(part, "content_type", None) or "").lower()
+    if content_type.startswith("image/"):
+        counts[0] += 1
+    elif content_type == "application/pdf":
+        counts[1] += 1
+    elif content_type.startswith("audio/"):
+        counts[2] += 1
+    elif content_type.startswith("video/"):
+        counts[3] += 1
+
+
+def _settings_of(request: Any, *, count_media: bool) -> RequestSettings:
+    """`settings_of`, leaving the media counts at 0 unless `count_media`."""
+    return RequestSettings(*_settings_values(request, count_media=count_media))
+
+
+def _settings_values(request: Any, *, count_media: bool) -> tuple[Any, ...]:
+    """The fields of the request's `RequestSettings`, in their order; the media counts 0 unless `count_media` (walking
+    the messages is the costly part, and only a model that cannot read some medium needs the counts)."""
+    reasoning = getattr(request, "reasoning", None)
+    cache = getattr(request, "cache", None)
+    images, pdfs, audio, video = _media_counts(request) if count_media else (0, 0, 0, 0)
+    return (
+        getattr(request, "temperature", None),
+        getattr(request, "top_p", None),
+        getattr(reasoning, "effort", None),
+        getattr(reasoning, "budget_tokens", None),
+        getattr(reasoning, "summary", None),
+        getattr(request, "max_output_tokens", None),
+        cache is not None and getattr(cache, "enabled", True) is not False,
+        len(getattr(request, "tools", None) or ()) + len(getattr(request, "hosted_tools", None) or ()),
+        getattr(getattr(request, "tool_choice", None), "mode", "auto") in ("required", "tool"),
+        getattr(getattr(request, "response_format", None), "type", None) == "json_schema",
+        images,
+        pdfs,
+        audio,
+        video,
+        getattr(request, "service_tier", None),
     )
 
 
@@ -125,8 +157,34 @@ class RequestAdjuster:
         `UnsupportedParameterError` like `adjust`."""
         import dataclasses as _dc
 
-        settings = settings_of(request)
-        result = self.adjust(settings)
+        cls = type(self)
+        memo = getattr(self.model, "_derived", None)
+        if (
+            type(memo) is not dict  # not a catalog's resolved model (a stand-in in a test): nothing is kept
+            or cls.adjust is not RequestAdjuster.adjust
+            or cls.supports is not RequestAdjuster.supports
+        ):
+            result = self.adjust(settings_of(request))
+        else:
+            # The decision depends on the model and the settings alone: settings seen to pass unchanged are kept on
+            # the resolved model (a new catalog resolves new models). The messages are walked for media only when
+            # the model cannot read one of them (only a refusal reads the counts).
+            refuses_media = memo.get("adjust.refuses_media")
+            if refuses_media is None:
+                refuses_media = memo["adjust.refuses_media"] = any(
+                    self.supports(flag) is False for flag in ("images", "pdf", "audio", "video")
+                )
+            values = _settings_values(request, count_media=refuses_media)
+            passing: set[tuple[Any, ...]] | None = memo.get("adjust.passing")
+            if passing is None:
+                passing = memo["adjust.passing"] = set()
+            if values in passing:
+                return request
+            result = self.adjust(RequestSettings(*values))
+            if not result.changed:
+                if len(passing) >= _PASSING_LIMIT:
+                    passing.clear()
+                passing.add(values)
         if not result.changed:
             return request
         new = result.settings

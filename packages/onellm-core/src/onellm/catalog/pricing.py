@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Context, Decimal, Inexact
+from decimal import Context, Decimal, Inexact, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
 from onellm._public import publish as _publish
@@ -47,6 +47,8 @@ _MAIN = ("inputTokens", "outputTokens", "cacheCreationInputTokens", "cacheReadIn
 _CACHE_COUNTERS = frozenset({"cacheCreationInputTokens", "cacheReadInputTokens"})
 _EXACT = Context(prec=100)
 _CHECK = Context(prec=250)
+_ADD_ZEROS = Context(prec=80, traps=[Inexact, InvalidOperation])  # a quantize that would round raises instead
+_QUANTUM = [Decimal(1).scaleb(-k) for k in range(128)]
 
 BUILTIN_SUBSETS: dict[str, str] = {
     "reasoningTokens": "outputTokens",
@@ -121,6 +123,8 @@ class PriceTable:
     __slots__ = (
         "_fixed",
         "_flat_prices",
+        "_main_apart",
+        "_main_plan",
         "as_of",
         "data",
         "flat",
@@ -189,9 +193,11 @@ class PriceTable:
             candidates = self.items.get(counter, ())
             if all(not item.when for item in candidates):
                 self._fixed[counter] = candidates[0].resolved if candidates else self._flat_prices[counter]
-        self.simple = (
-            not self.tiers and self.long_input is None and not any(c in self.subset_of for c in KNOWN_PRICE_COUNTERS)
-        )
+        self._main_plan: dict[str, _MainStep | None] | None = None
+        """What the fast path prices the four main counters with, made on first use (`_main_plan`)."""
+        self._main_apart = not any(c in self.subset_of for c in KNOWN_PRICE_COUNTERS)
+        """No main counter counts tokens inside another."""
+        self.simple = not self.tiers and self.long_input is None and self._main_apart
 
     @classmethod
     def compile(cls, data: Mapping[str, Any] | None) -> PriceTable:
@@ -331,11 +337,13 @@ def price_usage(
             the catalog prices the model).
     """
     entry = model.entry
-    day = _day_of(at) if at is not None else today
-    table = entry.price_table_at(day)
+    if at is not None and (entry._periods or not isinstance(at, _dt.date)):
+        table = entry.price_table_at(_day_of(at))
+    else:  # no price periods: a date or datetime cannot change the table (other values are still checked)
+        table = entry.price_table_at(today)
     tier_name = service_tier if service_tier is not None else usage.service_tier
     if (
-        table.simple
+        (table.simple or (table._main_apart and _at_base_rates(table, usage)))
         and table.has_price
         and not usage.counters
         and tier_name is None
@@ -401,8 +409,36 @@ _NO_QUALIFIERS: Mapping[str, str] = {}
 _DECIMAL_PERS = frozenset({1, 10, 100, 1000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000})
 
 
+def _at_base_rates(table: PriceTable, usage: Usage) -> bool:
+    """Whether a call with only the four main counters stays below the table's long-context threshold and every
+    tier (then it is priced as a simple table would price it)."""
+    total_input = usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens
+    if table.long_input is not None and total_input > table.long_threshold:
+        return False
+    for tier in table.tiers:
+        basis = tier.basis
+        if basis is None or basis == "totalInputTokens":
+            value = total_input
+        elif basis == "inputTokens":
+            value = usage.input_tokens
+        elif basis == "outputTokens":
+            value = usage.output_tokens
+        elif basis == "cacheCreationInputTokens":
+            value = usage.cache_creation_input_tokens
+        elif basis == "cacheReadInputTokens":
+            value = usage.cache_read_input_tokens
+        else:
+            value = 0  # a counter the call does not report
+        if value > tier.above:
+            return False
+    return True
+
+
 def _price_main(table: PriceTable, usage: Usage) -> Cost | None:
     """The common case: only the four main counters, no factor, no tier, no long context. None: take the full path."""
+    plan = table._main_plan
+    if plan is None:
+        plan = table._main_plan = _main_plan(table)
     lines = []
     total = _ZERO
     for counter, amount in (
@@ -413,15 +449,80 @@ def _price_main(table: PriceTable, usage: Usage) -> Cost | None:
     ):
         if not amount:
             continue
-        price = table.price_of(counter, _NO_QUALIFIERS)
-        if price is None or price.per not in _DECIMAL_PERS:
+        step = plan[counter]
+        if step is None:
             return None
-        line = _line(
-            counter, amount, price.per, price.unit, _ONE, price.label or _LABELS[counter], price.source, price.as_of
+        price, divisor, quantum, digits, shift = step
+        # `_line` for a main counter: quantity × unit ÷ per (a power of ten), at the price's scale.
+        if digits is not None and type(amount) is int and -_FUSED_LIMIT < (whole := amount * digits) < _FUSED_LIMIT:
+            # The same amount in one step: the unit's digits times the quantity, the point moved to the price's
+            # scale (nothing is rounded, and the quantize below would only have added zeros).
+            value = Decimal(whole).scaleb(shift, _EXACT)
+        else:
+            value = _EXACT.multiply(Decimal(amount), price.unit)
+            if divisor is not None:
+                value = _EXACT.divide(value, divisor)
+            if quantum is not None and type(amount) is int:
+                value = _to_quantum(value, quantum)
+            else:
+                value = at_price_scale(value, amount, price.per, price.unit, _ONE)
+        line = CostLine(
+            counter=counter,
+            quantity=amount,
+            per=price.per,
+            unit_price=price.unit,
+            multiplier=_ONE,
+            amount=value,
+            label=price.label or _LABELS[counter],
+            source=price.source,
+            as_of=price.as_of,
         )
         lines.append(line)
-        total = _EXACT.add(total, line.amount)
+        total = _EXACT.add(total, value)
     return Cost(lines=tuple(lines), total=total)
+
+
+_MainStep = tuple["_Price", Decimal | None, Decimal | None, int | None, int]
+_FUSED_LIMIT = 10**80
+"""Amounts with fewer digits than this are made in one step (`_ADD_ZEROS` quantizes at 80 digits)."""
+
+
+def _main_plan(table: PriceTable) -> dict[str, _MainStep | None]:
+    """What `_price_main` needs of each main counter, worked out once per table: its price, the divisor (None for a
+    `per` of 1) and the quantum of its amounts (`at_price_scale`'s, None when it leaves amounts as they are); None
+    for a counter the fast path cannot price."""
+    plan: dict[str, _MainStep | None] = {}
+    for counter in _MAIN:
+        price = table.price_of(counter, _NO_QUALIFIERS)
+        if price is None or price.per not in _DECIMAL_PERS:
+            plan[counter] = None
+            continue
+        per = int(price.per)
+        divisor = None if price.per == 1 else Decimal(price.per)
+        places = _unit_places(price.unit) + len(str(per)) - 1
+        quantum = _QUANTUM[places] if places < len(_QUANTUM) else None
+        # quantity × unit ÷ 10^k at `places` is the integer quantity × (the unit's digits, its positive exponent
+        # applied) with the point `places` from the right; a signed unit (-0 among them) keeps the general path.
+        unit = price.unit
+        digits: int | None = None
+        sign, unit_digits, exponent = unit.as_tuple()
+        if quantum is not None and not sign and isinstance(exponent, int):
+            digits = int("".join(map(str, unit_digits)) or "0") * 10 ** max(exponent, 0)
+        plan[counter] = (price, divisor, quantum, digits, -places)
+    return plan
+
+
+def _to_quantum(value: Decimal, quantum: Decimal) -> Decimal:
+    """`value` with the places of `quantum` when that only adds zeros, else as it is (`at_price_scale`)."""
+    try:
+        return value.quantize(quantum, context=_ADD_ZEROS)
+    except ArithmeticError:
+        return value
+
+
+def _unit_places(value: Decimal) -> int:
+    exponent = value.as_tuple().exponent
+    return -exponent if isinstance(exponent, int) and exponent < 0 else 0
 
 
 def _is_exact(line: CostLine) -> bool:

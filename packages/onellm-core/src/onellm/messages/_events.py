@@ -15,6 +15,7 @@ block at the end, so a character split across two deltas comes out whole.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, TypeAlias
 
@@ -298,6 +299,10 @@ class MessageAccumulator:
                 return
         if self._done:
             raise MalformedResponseError(f"stream event {type(event).__name__} after Done")
+        take = _TAKE.get(type(event))
+        if take is not None:  # an event of a common kind (not a subclass): its own step, not the chain below
+            take(self, event)
+            return
         if isinstance(event, TextDelta):
             self._block(event.index, _TEXT).pieces.append(event.text)
         elif isinstance(event, ToolCallArgumentsDelta):
@@ -354,6 +359,33 @@ class MessageAccumulator:
             self._done = True
         else:
             raise TypeError(f"not a stream event: {event!r}")
+
+    def _take_text(self, event: TextDelta) -> None:
+        self._block(event.index, _TEXT).pieces.append(event.text)
+
+    def _take_arguments(self, event: ToolCallArgumentsDelta) -> None:
+        self._block(event.index, _TOOL).pieces.append(event.text)
+
+    def _take_call_start(self, event: ToolCallStart) -> None:
+        fields = self._block(event.index, _TOOL).fields
+        fields["id"] = event.id
+        fields["tool"] = event.tool
+
+    def _take_call_end(self, event: ToolCallEnd) -> None:
+        self._block(event.index, _TOOL).ended = True
+
+    def _take_usage(self, event: UsageEvent) -> None:
+        self.usage = event.usage if self.usage is None else self.usage.merge(event.usage)
+
+    def _take_start(self, event: MessageStart) -> None:
+        self.model = event.model
+        self.response_id = event.response_id
+
+    def _take_done(self, event: Done) -> None:
+        self.finish_reason = event.finish_reason
+        if event.extra:
+            self._extra.update(event.extra)
+        self._done = True
 
     def add_many(self, events: list[StreamEvent]) -> tuple[int, Exception | None]:
         """Take `events` in order, each as `add` takes it. Returns how many were taken, and the error `add` raised
@@ -437,3 +469,15 @@ class MessageAccumulator:
             f.get("cost"),
             f.get("data"),
         )
+
+
+_TAKE: dict[type, Callable[[MessageAccumulator, Any], None]] = {
+    TextDelta: MessageAccumulator._take_text,
+    ToolCallArgumentsDelta: MessageAccumulator._take_arguments,
+    ToolCallStart: MessageAccumulator._take_call_start,
+    ToolCallEnd: MessageAccumulator._take_call_end,
+    UsageEvent: MessageAccumulator._take_usage,
+    MessageStart: MessageAccumulator._take_start,
+    Done: MessageAccumulator._take_done,
+}
+"""How `MessageAccumulator.add` takes the most common events, by their exact type."""

@@ -75,8 +75,11 @@ def inline_assets(store: Any, instance: Instance, messages: Sequence[Message]) -
     out = list(messages)
     target: Any = None
     for i, message in enumerate(out):
-        if not any(isinstance(p, AssetPart) and p.key and p.data is None for p in message.user):
-            continue
+        for p in message.user:
+            if isinstance(p, AssetPart) and p.key and p.data is None:
+                break
+        else:
+            continue  # nothing stored to put back
         if target is None:
             target = _asset_store(store, instance)
             if target is None:

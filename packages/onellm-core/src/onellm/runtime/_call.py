@@ -33,6 +33,7 @@ from onellm._public import publish as _publish
 from onellm.errors import MalformedResponseError, RunCancelledError, StorageError
 from onellm.messages import CallWarning, Cost, Message, MessageAccumulator, StreamEvent, TextDelta, Usage
 from onellm.providers import ChatRequest, ChatResponse, collecting_into, response_from
+from onellm.runtime._assets import inline_assets
 from onellm.runtime._cache import cache_key
 from onellm.runtime._output import parse_output, response_format_for
 from onellm.runtime._results import AskResult
@@ -51,6 +52,27 @@ __all__ = ["ModelCall", "StreamingAnswer"]
 T = TypeVar("T")
 
 _JSON = msgspec.json.Decoder(float_hook=Decimal)
+
+
+_ADJUSTER: list[Any] = []
+_UNSHIELDED = contextlib.nullcontext()
+_START_SPAN: list[Any] = []
+
+
+def _load_start_span() -> Any:
+    """`start_model_call`, imported on the first call sent."""
+    from onellm.telemetry import start_model_call
+
+    _START_SPAN.append(start_model_call)
+    return start_model_call
+
+
+def _load_adjuster() -> Any:
+    """`RequestAdjuster`, imported on the first call (the catalog's adjuster is not needed to import the runtime)."""
+    from onellm.catalog.adjust import RequestAdjuster
+
+    _ADJUSTER.append(RequestAdjuster)
+    return RequestAdjuster
 
 
 class ModelCall:
@@ -104,18 +126,15 @@ class ModelCall:
         self.segment = segment
         self.owns_instance = owns_instance
         self.requested_model = requested_model or model.name
-        options = dict(settings or {})
+        options = dict(settings) if settings else {}
         if output is not None:
             options["response_format"] = response_format_for(output)
-        messages = list(history) if history is not None else list(instance.messages)
-        if len(messages) > 1:
-            from onellm.runtime._assets import inline_assets
-
-            messages = inline_assets(services.store, instance, messages)
-        from onellm.catalog.adjust import RequestAdjuster
-
+        sent = history if history is not None else instance.messages
+        # A later turn sends stored assets back inline (a copy of the list either way: the instance's grows).
+        messages = inline_assets(services.store, instance, sent) if len(sent) > 1 else list(sent)
         request = ChatRequest(model=model.name, messages=messages, system=system, profile=model.profile, **options)
-        self.request: ChatRequest = RequestAdjuster(model).adjust_request(request)
+        adjuster = _ADJUSTER[0] if _ADJUSTER else _load_adjuster()
+        self.request: ChatRequest = adjuster(model).adjust_request(request)
         self.raw: RawExchange | None = None
         if raw_turns or services.llm_turn_logs:
             from onellm.providers import RawExchange
@@ -176,8 +195,7 @@ class ModelCall:
                 raise await self._cancelled(cancelled) from cancelled
         if hit is not None:
             return hit
-        from onellm.telemetry import start_model_call
-
+        start_model_call = _START_SPAN[0] if _START_SPAN else _load_start_span()
         self.span = start_model_call("chat", self.model.provider, self.requested_model)
         self.started = time.perf_counter()
         return None
@@ -253,7 +271,10 @@ class ModelCall:
         """Price, settle, save and record a paid answer, all shielded from cancellation."""
         services = self.services
         unsaved: StorageError | None = None
-        with anyio.CancelScope(shield=True):
+        # `services.save` shields itself (`RuntimeServices.save`): a scope of the call's own is needed only when
+        # something else is awaited here (records, giving the lease back, saving an answer the output type refused).
+        shielded = self.lease is not None or self.output is not None or services.recording
+        with anyio.CancelScope(shield=True) if shielded else _UNSHIELDED:
             try:
                 usage = response.usage
                 if cached:
@@ -272,8 +293,10 @@ class ModelCall:
                     )
                     turn.usage = usage
                 warnings = list(self.request.warnings)
-                warnings.extend(w for w in response.warnings if w not in warnings)
-                warnings.extend(cost.warnings)
+                if response.warnings:
+                    warnings.extend(w for w in response.warnings if w not in warnings)
+                if cost.warnings:
+                    warnings.extend(cost.warnings)
                 if self.span is not None:
                     self.span.succeed(
                         response_model=response.model or self.model.name,
@@ -303,7 +326,11 @@ class ModelCall:
                         records.append(self._error_record(unsaved, "save"))
                     if self.segment:
                         records.append(self._run_record("stopped", instance.state))
-                    await services.record(*records)
+                    if shielded:
+                        await services.record(*records)
+                    else:  # a sink added while the call was saved
+                        with anyio.CancelScope(shield=True):
+                            await services.record(*records)
                 if services.cache is not None and self.key is not None and not cached:
                     services.cache.put(self.key, response)
                 result: AskResult[Any] = AskResult(
@@ -319,7 +346,8 @@ class ModelCall:
                     cached=cached,
                 )
             finally:
-                await self._close()
+                if self.lease is not None:
+                    await self._close()
         if unsaved is not None:
             unsaved.result = result
             raise unsaved

@@ -3,7 +3,7 @@ the verbs accept, message ids, and who a message comes from (`source`)."""
 
 from __future__ import annotations
 
-import uuid
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeAlias, TypedDict, get_args
 
@@ -93,8 +93,11 @@ def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def new_message_id() -> str:
-    """A fresh message id (32 hex digits)."""
-    return uuid.uuid4().hex
+    """A fresh message id (32 hex digits): a random (version 4) UUID's, made without a `UUID` object."""
+    data = bytearray(os.urandom(16))
+    data[6] = data[6] & 0x0F | 0x40  # version 4
+    data[8] = data[8] & 0x3F | 0x80  # the RFC 4122 variant
+    return data.hex()
 
 
 def api_source() -> MessageSource:

@@ -19,8 +19,10 @@ openai.assert_complete()
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import math
+import operator
 from collections import deque
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
@@ -56,6 +58,8 @@ if TYPE_CHECKING:
 __all__ = ["Pause", "ScriptStep", "ScriptedProvider", "ScriptedToolCall"]
 
 _ENCODER = msgspec.json.Encoder(decimal_format="number")
+_REQUEST_FIELDS = operator.attrgetter(*(f.name for f in dataclasses.fields(ChatRequest)))
+"""A request's fields in the order its constructor takes them: a copy without `copy.copy`'s generic path."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,18 +248,47 @@ class ScriptedProvider:
     # --------------------------------------------------------------------------------------------------- chat
     async def send(self, request: ChatRequest) -> ChatResponse:
         accumulator = whole_answer_accumulator()  # the runtime's, so a cancelled call keeps what had arrived
-        async for event in self.stream(request):
-            accumulator.add(event)
+        step = self._take(request)
+        await anyio.lowlevel.checkpoint()
+        if any(isinstance(piece, Pause) for piece in step.pieces):  # waits on the way: the stream's own pace
+            async for event in self._events(step, request):
+                accumulator.add(event)
+        else:
+            add = accumulator.add
+            for event in self._answer(step, request):
+                add(event)
+            if step.error is not None:
+                raise step.error
         return response_from(accumulator, request.warnings)
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        kept = copy.copy(request)
+        step = self._take(request)
+        await anyio.lowlevel.checkpoint()
+        async for event in self._events(step, request):
+            yield event
+
+    def _take(self, request: ChatRequest) -> ScriptStep:
+        """Keep a copy of the request (its message list too: the caller may add to it) and take the next step."""
+        if type(request) is ChatRequest:
+            kept = ChatRequest(*_REQUEST_FIELDS(request))
+        else:
+            kept = copy.copy(request)
         kept.messages = list(request.messages)
         self.requests.append(kept)
-        step = self._next(f"model {request.model!r}")
-        await anyio.lowlevel.checkpoint()
-        yield MessageStart(model=step.model or request.model, response_id=f"scripted-{self._served}")
-        index = 0
+        if self._steps:
+            self._served += 1
+            return self._steps.popleft()
+        return self._next(f"model {request.model!r}")  # raises: nothing queued
+
+    async def _events(self, step: ScriptStep, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """The step's events, waiting at its pauses; the step's error is raised after its text."""
+        if not any(isinstance(piece, Pause) for piece in step.pieces):
+            for event in self._answer(step, request):
+                yield event
+            if step.error is not None:
+                raise step.error
+            return
+        yield self._start(step, request)
         started = False
         for piece in step.pieces:
             if isinstance(piece, Pause):
@@ -264,18 +297,40 @@ class ScriptedProvider:
             if piece:
                 started = True
                 yield TextDelta(0, piece)
-        if started:
-            index = 1
         if step.error is not None:
             raise step.error
+        for event in self._ending(step, request, 1 if started else 0, []):
+            yield event
+
+    def _answer(self, step: ScriptStep, request: ChatRequest) -> list[StreamEvent]:
+        """The events of a step without pauses, in order; for a failing step, those sent before it fails (the
+        caller raises its error after them)."""
+        events: list[StreamEvent] = [self._start(step, request)]
+        started = False
+        for piece in step.pieces:
+            if piece:
+                started = True
+                events.append(TextDelta(0, piece))  # type: ignore[arg-type]  # no Pause in this step
+        if step.error is not None:
+            return events
+        return self._ending(step, request, 1 if started else 0, events)
+
+    def _start(self, step: ScriptStep, request: ChatRequest) -> MessageStart:
+        return MessageStart(model=step.model or request.model, response_id=f"scripted-{self._served}")
+
+    def _ending(
+        self, step: ScriptStep, request: ChatRequest, index: int, events: list[StreamEvent]
+    ) -> list[StreamEvent]:
+        """`events` with what follows the text added: the tool calls, usage and `Done`."""
         for call in step.tool_calls:
-            yield ToolCallStart(index, call.id, call.tool)
-            yield ToolCallArgumentsDelta(index, call.arguments_text)
-            yield ToolCallEnd(index)
+            events.append(ToolCallStart(index, call.id, call.tool))
+            events.append(ToolCallArgumentsDelta(index, call.arguments_text))
+            events.append(ToolCallEnd(index))
             index += 1
         if step.usage is not None:
-            yield UsageEvent(step.usage.merge(Usage(model=step.model or request.model)))
-        yield Done(step.finish_reason or ("tool_calls" if step.tool_calls else "stop"))
+            events.append(UsageEvent(step.usage.merge(Usage(model=step.model or request.model))))
+        events.append(Done(step.finish_reason or ("tool_calls" if step.tool_calls else "stop")))
+        return events
 
     # ---------------------------------------------------------------------------------------------- embeddings
     async def embed(self, request: EmbeddingRequest) -> EmbeddingResponse:
