@@ -791,6 +791,8 @@ class AgentRun(Generic[T]):
         self._iterations = 0
         self._resume_requested = False
         self._plan = None
+        if inst.cancelled and not first and not self._inbox:
+            self._reopen_cut_turn()
         inst.cancelled = None
         inst.error = None
         inst.run_started_at = services.now()
@@ -1299,6 +1301,22 @@ class AgentRun(Generic[T]):
             if scope is not None and scope.cancelled_caught:  # only possible once the answer was in and saved
                 raise _Cancelled
             return answer
+
+    def _reopen_cut_turn(self) -> None:
+        """A run cancelled in the middle of a model answer kept what had arrived. Going on with no new message, that
+        partial answer is not a finished one: the turn is asked again from its user side, as a retried call is (an
+        answer that came in whole has its usage and stays; a new message would follow the partial turn instead)."""
+        messages = self._instance.messages
+        last = messages[-1] if messages else None
+        if last is None or last.tool_calls or last.usage is not None or (last.user and not last.assistant):
+            return
+        if last.user:
+            turn = _clone(last)
+            turn.assistant = []
+            messages[-1] = turn
+        else:
+            messages.pop()
+        self._dirty = True
 
     def _drop_turn(self, turn: Message, original: Message) -> None:
         """A call that was never sent leaves the conversation as it was: a new empty turn goes, a waiting user
