@@ -3,10 +3,10 @@
     uv run python tools/extract_openapi_schemas.py path/to/openapi.yaml
 
 Writes `testdata/providers/openai/openapi-request-schemas.json`: the component schemas reachable from the request
-bodies of `/chat/completions`, `/responses` and `/embeddings`, with the document's version, so the tests need neither
-the whole 3 MB document nor the network; and `openapi-media-request-schemas.json`, the same for the media endpoints
-(`/images/generations`, `/images/edits`, `/audio/speech`, `/audio/transcriptions`, `/audio/translations`,
-`/moderations`).
+bodies of `/chat/completions`, `/responses`, `/responses/compact` and `/embeddings`, with the document's version, so
+the tests need neither the whole 3 MB document nor the network; and `openapi-media-request-schemas.json`, the same for
+the media endpoints (`/images/generations`, `/images/edits`, `/audio/speech`, `/audio/transcriptions`,
+`/audio/translations`, `/moderations`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-ROOTS = ("CreateChatCompletionRequest", "CreateResponse", "CreateEmbeddingRequest")
+ROOTS = ("CreateChatCompletionRequest", "CreateResponse", "CreateEmbeddingRequest", "CompactResponseMethodPublicBody")
 OUT = Path(__file__).resolve().parents[1] / "testdata" / "providers" / "openai" / "openapi-request-schemas.json"
 MEDIA_ROOTS = (
     "CreateImageRequest",

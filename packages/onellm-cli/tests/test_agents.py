@@ -244,19 +244,20 @@ def test_ctrl_c_stops_an_agent_and_keeps_it(cli: Cli) -> None:
     assert instance.state == "stopped"
     assert instance.cancelled is True
     assert err.splitlines()[-1].startswith(f"instance {instance.id}: stopped (cancelled), ")
-    # resumed, the partial run goes on: the answer cut off mid-stream stands as the answer, and the instance waits
-    # for the next message, which --prompt gives
+    # resumed, the partial run goes on: the answer cut off mid-stream is not a finished answer, so the turn is asked
+    # again and the agent completes
     cli.script(anthropic=[complete("c1", "Back again.")])
     resumed = cli("instances", "resume", instance.id or "")
     assert resumed.code == 0, resumed
-    assert resumed.out == "thinking\n"
-    assert saved(cli).state == "waiting"
-    again = cli("instances", "resume", instance.id or "", "--prompt", "Go on.")
-    assert again.code == 0, again
-    assert again.out == "Back again.\n"
+    assert resumed.out == "Back again.\n"
     after = saved(cli)
     assert after.state == "stopped"
     assert not after.cancelled
+    assert "thinking" not in [m.text for m in after.messages]
+    cli.script(anthropic=[complete("c2", "Once more.")])
+    again = cli("instances", "resume", instance.id or "", "--prompt", "Go on.")
+    assert again.code == 0, again
+    assert again.out == "Once more.\n"
 
 
 def call_of(instance: Instance, call_id: str) -> ToolCall:

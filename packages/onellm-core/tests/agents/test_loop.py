@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -615,3 +616,72 @@ async def test_cancel_on_a_resting_run_does_nothing(harness: Harness) -> None:
     await run.result()
     await run.cancel()
     assert (await run.result()).stop_reason is StopReason.WAITING
+
+
+async def cut_in_the_middle_of_an_answer(harness: Harness, *steps: ScriptStep) -> onellm.agents.AgentRun[Any]:
+    """Start the agent and cancel it while the last scripted step streams its answer."""
+    harness.script(*steps)
+    streaming = anyio.Event()
+
+    @harness.runtime.hooks.on_stream_event
+    def watch(ctx: onellm.agents.OnStreamEvent) -> None:
+        if isinstance(ctx.event, TextDelta):
+            streaming.set()
+
+    run = await harness.runtime.start_agent(harness.agent())
+
+    async def cancel_when_streaming() -> None:
+        await streaming.wait()
+        await run.cancel()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(cancel_when_streaming)
+        with pytest.raises(RunCancelledError):
+            await run.result()
+    harness.runtime.hooks.remove(watch)
+    return run
+
+
+async def test_a_resumed_run_does_not_take_a_cancelled_partial_answer_as_finished(harness: Harness) -> None:
+    run = await cut_in_the_middle_of_an_answer(harness, calls(("c1", "echo", {"text": "a"})), ScriptStep.paused("Half"))
+    assert run.instance.messages[-1].text == "Half"
+    harness.script(done("picked up"))
+    run.resume()
+    result = await run.result()
+    assert (result.stop_reason, result.text) == (StopReason.COMPLETED, "picked up")
+    assert harness.provider.served == 3
+    inst = result.instance
+    assert "Half" not in [m.text for m in inst.messages]
+    assert [c.id for m in inst.messages for c in m.tool_calls] == ["c1", "tc"]
+    assert inst.cancelled is None
+
+
+async def test_a_first_answer_cut_off_is_asked_again_after_a_restart(file_harness: Harness, tmp_path: Path) -> None:
+    from onellm.instances import FileInstanceStore
+
+    from .conftest import make_runtime
+
+    run = await cut_in_the_middle_of_an_answer(file_harness, ScriptStep.paused("Half"))
+    instance_id = run.instance_id or ""
+    saved = await file_harness.runtime.store.load(instance_id)
+    assert saved is not None
+    assert (saved.cancelled, saved.messages[-1].text) == (True, "Half")
+    again, provider = make_runtime(tmp_path, FileInstanceStore(tmp_path / "instances", durable=False), [], [])
+    provider.enqueue(say("The whole answer."))
+    picked = await again.get_agent(instance_id)
+    picked.resume()
+    result = await picked.result()
+    assert (result.stop_reason, result.text) == (StopReason.WAITING, "The whole answer.")
+    [message] = result.instance.messages
+    assert (message.user_text, message.text) == ("Do the task.", "The whole answer.")
+
+
+async def test_a_new_message_after_a_cut_answer_keeps_it_in_the_history(harness: Harness) -> None:
+    run = await cut_in_the_middle_of_an_answer(harness, ScriptStep.paused("Half"))
+    harness.script(say("Sure, the short one."))
+    await run.message("Stop, just say it short.")
+    result = await run.result()
+    assert [(m.user_text, m.text) for m in result.instance.messages] == [
+        ("Do the task.", "Half"),
+        ("Stop, just say it short.", "Sure, the short one."),
+    ]

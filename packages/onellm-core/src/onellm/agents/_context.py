@@ -10,7 +10,9 @@ At a turn boundary, when the previous model call's context (input plus output to
   the compact agent (`Runtime.compact_flow`, else the shipped one), run as a child instance so its cost is in the
   subtree, and replaced by one user message starting `[Summary of the earlier conversation]`. A failing summary leaves
   the conversation as it was, with an error record.
-- `providerNative`: the provider compacts, when it can (`compact_context`); otherwise skipped with a warning.
+- `providerNative`: the provider compacts, when it can (`compacts_context` and `compact_context`: OpenAI over the
+  Responses API), all but a user message the next turn answers; the call is priced from the catalog. A provider that
+  cannot is skipped with a warning; a failing call leaves the conversation as it was, with an error record.
 
 Each run is recorded in `compactions`; a `beforeCompaction` hook can veto it. The instance is saved in one write after
 the change, so a crash during a compaction leaves the file as it was before.

@@ -791,6 +791,8 @@ class AgentRun(Generic[T]):
         self._iterations = 0
         self._resume_requested = False
         self._plan = None
+        if inst.cancelled and not first and not self._inbox:
+            self._reopen_cut_turn()
         inst.cancelled = None
         inst.error = None
         inst.run_started_at = services.now()
@@ -1300,6 +1302,22 @@ class AgentRun(Generic[T]):
                 raise _Cancelled
             return answer
 
+    def _reopen_cut_turn(self) -> None:
+        """A run cancelled in the middle of a model answer kept what had arrived. Going on with no new message, that
+        partial answer is not a finished one: the turn is asked again from its user side, as a retried call is (an
+        answer that came in whole has its usage and stays; a new message would follow the partial turn instead)."""
+        messages = self._instance.messages
+        last = messages[-1] if messages else None
+        if last is None or last.tool_calls or last.usage is not None or (last.user and not last.assistant):
+            return
+        if last.user:
+            turn = _clone(last)
+            turn.assistant = []
+            messages[-1] = turn
+        else:
+            messages.pop()
+        self._dirty = True
+
     def _drop_turn(self, turn: Message, original: Message) -> None:
         """A call that was never sent leaves the conversation as it was: a new empty turn goes, a waiting user
         message stays."""
@@ -1778,7 +1796,7 @@ class AgentRun(Generic[T]):
             await self._compact(strategy, at, tokens)
         elif kind == "providerNative":
             native = getattr(self._provider, "compact_context", None)
-            if native is None:
+            if native is None or not getattr(self._provider, "compacts_context", True):
                 from onellm.messages import CallWarning
 
                 text = (
@@ -1857,14 +1875,69 @@ class AgentRun(Generic[T]):
         )
 
     async def _native_compact(self, native: Any, at: str, tokens: int) -> None:
+        """The provider compacts the conversation (`compact_context`), all but a user message the next turn answers,
+        which stays after it. The call is priced from the catalog like a turn, and held on the spend caps."""
+        from onellm.agents._context import removed_cost
+        from onellm.runtime import ModelCall, new_message_id, runtime_source
+
+        setup = self._setup
+        model = self._model
+        assert setup is not None
+        assert model is not None
         inst = self._instance
+        messages = list(inst.messages)
+        last = messages[-1]
+        pending = last if last.user and not last.assistant and not last.tool_calls else None
+        sent = messages[:-1] if pending is not None else messages
+        if not sent:
+            return
+        services = self._services
+        reservation = None
         try:
-            replaced, messages, cost = await native(list(inst.messages))
+            request = ModelCall(
+                self._turn_services,
+                model,
+                self._provider,
+                inst,
+                last,
+                system=self._system(),
+                settings=setup.settings,
+                final_state="running",
+                history=sent,
+                segment=False,
+                owns_instance=False,
+            ).request
+            reservation = services.spend.reserve(model, request, inst)
+            compacted = await native(request)
+            usage = compacted.usage
+            cost = None
+            if usage is not None:
+                priced = model.price(usage, service_tier=request.service_tier, at=services.clock.now())
+                cost = priced.total if priced.priced or priced.lines else None
         except Exception as error:
+            if reservation is not None:
+                reservation.release()
             await self._compaction_failed("providerNative", at, tokens, error)
             return
-        inst.messages[:] = list(messages)
-        await self._compacted("providerNative", at, tokens, list(replaced), None, cost, None)
+        if reservation is not None:
+            reservation.commit(cost)
+        self._warnings.extend(compacted.warnings)
+        now = services.now()
+        out: list[Message] = []
+        for message in compacted.messages:
+            if message.id is None:
+                message.id = new_message_id()
+                message.date_time = message.date_time or now
+                message.source = message.source or runtime_source()
+            out.append(message)
+        kept = {m.id for m in out}
+        removed = [m for m in sent if m.id not in kept]
+        before = {m.id for m in sent}
+        summary = next((m.id for m in reversed(out) if m.id not in before), None)  # holds the provider's state
+        inst.messages[:] = [*out, pending] if pending is not None else out
+        await self._compacted(
+            "providerNative", at, tokens, [m.id or "" for m in removed], summary, cost, removed_cost(removed)
+        )
 
     async def _compacted(
         self,

@@ -11,7 +11,7 @@ from onellm._public import publish as _publish
 from onellm.providers._request import ChatRequest, ChatResponse
 
 if TYPE_CHECKING:
-    from onellm.messages import CallWarning, StreamEvent, Usage
+    from onellm.messages import CallWarning, Message, StreamEvent, Usage
     from onellm.providers._media import (
         ImageRequest,
         ImageResponse,
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 __all__ = [
     "BatchProvider",
     "ChatProvider",
+    "CompactedContext",
+    "ContextCompactionProvider",
     "EmbeddingProvider",
     "EmbeddingRequest",
     "EmbeddingResponse",
@@ -87,6 +89,34 @@ class TokenCountProvider(Protocol):
 
     async def count_tokens(self, request: ChatRequest) -> int:
         """The input tokens the provider would count for this request."""
+        ...
+
+
+@dataclass(slots=True)
+class CompactedContext:
+    """What a provider's own compaction made of a conversation: the messages that stand for the ones sent (the
+    provider's opaque compaction state in them is replayed to that provider only), and the usage of the call."""
+
+    messages: list[Message]
+    """The compacted conversation, in order. A message of the request the provider kept as it was is the same
+    message (same id); the others are new."""
+    usage: Usage | None = None
+    warnings: list[CallWarning] = field(default_factory=list)
+
+
+@runtime_checkable
+class ContextCompactionProvider(Protocol):
+    """A provider that compacts a conversation on its side (`contextStrategy: providerNative`)."""
+
+    name: str
+
+    @property
+    def compacts_context(self) -> bool:
+        """True when this provider, as configured, can compact (the protocol it speaks has a compaction call)."""
+        ...
+
+    async def compact_context(self, request: ChatRequest) -> CompactedContext:
+        """Compact `request.messages` (with the request's model, system prompt and cache options)."""
         ...
 
 

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from onellm._public import publish as _publish
-from onellm.errors import MalformedResponseError, ProviderError, Secret
+from onellm.errors import MalformedResponseError, ProviderError, Secret, UnsupportedParameterError
 from onellm.messages import CallWarning, Usage
 from onellm.providers._base import HttpProvider, path_segment
 from onellm.providers._http import HttpCall, decode_json
-from onellm.providers._protocols import EmbeddingRequest, EmbeddingResponse
+from onellm.providers._protocols import CompactedContext, EmbeddingRequest, EmbeddingResponse
 from onellm.providers._request import ChatRequest, ChatResponse
 from onellm.providers._stream import EventStream, collect
 from onellm.providers.openai._chat import (
@@ -314,6 +314,37 @@ class OpenAIProvider(OpenAIMedia, OpenAICompatibleProvider):
         if not isinstance(count, int) or count < 0:
             raise MalformedResponseError("the token count answer has no input_tokens", provider=self.name)
         return count
+
+    @property
+    def compacts_context(self) -> bool:
+        """True when this provider speaks Responses to OpenAI's own API, which compacts a conversation
+        (`POST /responses/compact`); False for Chat Completions and through a cloud deployment."""
+        return self.api == "responses" and self._deployment is None
+
+    async def compact_context(self, request: ChatRequest) -> CompactedContext:
+        """Compact `request.messages` on OpenAI's side (`POST /responses/compact`, with the request's model,
+        instructions and prompt cache options): the user messages OpenAI kept and its `compaction` item, whose
+        encrypted content is sent back unchanged on later requests. See `onellm.providers.openai._compact`.
+
+        Raises:
+            UnsupportedParameterError: this provider cannot compact (`compacts_context` is False).
+            ProviderError: the call failed; MalformedResponseError when the answer is not a compacted response.
+        """
+        from onellm.providers.openai._compact import compact_body, decode_compaction
+
+        if not self.compacts_context:
+            raise UnsupportedParameterError(
+                f"the {self.name} provider compacts only over the Responses API of OpenAI itself",
+                parameter="contextStrategy",
+                model=request.model,
+            )
+        body, warnings = self._responses_body(request)
+        compacted = await self._request(
+            self._call("POST", "/responses/compact", compact_body(body)),
+            lambda r: decode_compaction(r.content, request),
+        )
+        compacted.warnings[:0] = [*request.warnings, *warnings]
+        return compacted
 
     async def decide(self, request: DecisionRequest) -> DecisionResponse:
         """One OpenAI Decisions request (`POST /decisions`); see `onellm.providers.openai._decisions`."""

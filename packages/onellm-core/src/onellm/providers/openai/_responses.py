@@ -209,10 +209,42 @@ def _fragments(message: Message, custom: set[str]) -> tuple[tuple[msgspec.Raw, .
 def _message_items(message: Message, custom: set[str]) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     if message.user:
-        items.append({"role": "user", "content": _user_content(message.user)})
+        user = message.user
+        if any(type(p) is ProviderPart for p in user):
+            _user_items(user, items)
+        else:
+            items.append({"role": "user", "content": _user_content(user)})
     if message.assistant or message.tool_calls:
         _assistant_items(message, custom, items)
     return items
+
+
+def _user_items(parts: list[Part], items: list[dict[str, Any]]) -> None:
+    """A user side that holds items kept from OpenAI (`openai.<type>` provider parts, such as the `compaction` item of
+    `/responses/compact`): those are sent verbatim, in their place; the parts between them as user messages."""
+    plain: list[Part] = []
+    for part in parts:
+        item = replayed_item(part)
+        if item is None:
+            plain.append(part)
+            continue
+        if plain:
+            items.append({"role": "user", "content": _user_content(plain)})
+            plain = []
+        items.append(item)
+    if plain:
+        items.append({"role": "user", "content": _user_content(plain)})
+
+
+def replayed_item(part: Part) -> dict[str, Any] | None:
+    """The input item a user-side provider part stands for, when it is one kept from OpenAI (type `openai.<item
+    type>`, the item whole in `raw`)."""
+    if type(part) is not ProviderPart:
+        return None
+    raw = part.raw
+    if isinstance(raw, dict) and isinstance(raw.get("type"), str) and part.type == f"{PROVIDER}.{raw['type']}":
+        return dict(raw)
+    return None
 
 
 def _user_content(parts: list[Part]) -> str | list[dict[str, Any]]:
