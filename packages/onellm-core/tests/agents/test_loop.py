@@ -196,8 +196,9 @@ async def test_agent_retry_does_not_retry_a_permanent_failure(harness: Harness) 
     assert harness.provider.served == 1
 
 
-async def test_cancel_during_a_model_call_keeps_the_partial_turn(harness: Harness) -> None:
-    harness.script(calls(("c1", "echo", {"text": "a"})), ScriptStep.paused("Half an ans"))
+async def cut_in_the_middle_of_an_answer(harness: Harness, *steps: ScriptStep) -> onellm.agents.AgentRun[Any]:
+    """Start the agent and cancel it while the last scripted step streams its answer."""
+    harness.script(*steps)
     streaming = anyio.Event()
 
     @harness.runtime.hooks.on_stream_event
@@ -213,9 +214,17 @@ async def test_cancel_during_a_model_call_keeps_the_partial_turn(harness: Harnes
 
     async with anyio.create_task_group() as group:
         group.start_soon(cancel_when_streaming)
-        with pytest.raises(RunCancelledError) as caught:
+        with pytest.raises(RunCancelledError):
             await run.result()
-    instance = caught.value.instance
+    harness.runtime.hooks.remove(watch)
+    return run
+
+
+async def test_cancel_during_a_model_call_keeps_the_partial_turn(harness: Harness) -> None:
+    run = await cut_in_the_middle_of_an_answer(
+        harness, calls(("c1", "echo", {"text": "a"})), ScriptStep.paused("Half an ans")
+    )
+    instance = run.instance
     assert instance.state == "stopped"
     assert instance.cancelled is True
     assert instance.messages[-1].text == "Half an ans"
@@ -616,30 +625,6 @@ async def test_cancel_on_a_resting_run_does_nothing(harness: Harness) -> None:
     await run.result()
     await run.cancel()
     assert (await run.result()).stop_reason is StopReason.WAITING
-
-
-async def cut_in_the_middle_of_an_answer(harness: Harness, *steps: ScriptStep) -> onellm.agents.AgentRun[Any]:
-    """Start the agent and cancel it while the last scripted step streams its answer."""
-    harness.script(*steps)
-    streaming = anyio.Event()
-
-    @harness.runtime.hooks.on_stream_event
-    def watch(ctx: onellm.agents.OnStreamEvent) -> None:
-        if isinstance(ctx.event, TextDelta):
-            streaming.set()
-
-    run = await harness.runtime.start_agent(harness.agent())
-
-    async def cancel_when_streaming() -> None:
-        await streaming.wait()
-        await run.cancel()
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(cancel_when_streaming)
-        with pytest.raises(RunCancelledError):
-            await run.result()
-    harness.runtime.hooks.remove(watch)
-    return run
 
 
 async def test_a_resumed_run_does_not_take_a_cancelled_partial_answer_as_finished(harness: Harness) -> None:
