@@ -13,7 +13,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from onellm.messages import AssetPart, JsonPart, Message, TextPart, ToolCall
+from onellm.errors import UnsupportedParameterError
+from onellm.messages import AssetPart, JsonPart, Message, ProviderPart, TextPart, ToolCall
 from onellm.messages.memo import MEMO
 from onellm.providers._request import CacheOptions, ChatRequest, HostedToolDefinition
 from onellm.providers.anthropic._codec import encode_messages_request
@@ -154,3 +155,35 @@ def test_copies_and_pickles_leave_the_memo_behind() -> None:
     assert MEMO in messages[0].__dict__
     assert MEMO not in pickle.loads(pickle.dumps(messages[0])).__dict__
     assert MEMO not in msgspec.structs.replace(messages[0]).__dict__
+
+
+# A compaction kept from OpenAI Responses (its `/responses/compact` output item, as a user-side provider part) stands for
+# the whole conversation before it: an API that cannot take it refuses it, naming where it is, instead of sending the
+# rest without it. The Responses API itself refuses a user-side part kept from another provider.
+FOREIGN_USER_PARTS = {
+    "openai-chat": ProviderPart(type="openai.compaction", raw={"type": "compaction", "encrypted_content": "gAAA"}),
+    "openai-responses": ProviderPart(type="anthropic.compaction", raw={"type": "compaction", "content": "summary"}),
+    "anthropic": ProviderPart(type="openai.compaction", raw={"type": "compaction", "encrypted_content": "gAAA"}),
+    "gemini": ProviderPart(type="openai.compaction", raw={"type": "compaction", "encrypted_content": "gAAA"}),
+}
+
+
+@pytest.mark.parametrize("reuse", [False, True])
+@pytest.mark.parametrize("codec", sorted(CODECS))
+def test_a_user_part_the_api_cannot_take_is_refused_not_dropped(codec: str, reuse: bool) -> None:
+    messages = [
+        Message(user=[TextPart("Hello.")], assistant=[TextPart("Hi.")]),
+        Message(user=[FOREIGN_USER_PARTS[codec], TextPart("Go on.")]),
+    ]
+    with pytest.raises(UnsupportedParameterError, match=r"messages\[1\]\.user") as caught:
+        CODECS[codec](ChatRequest("m", messages), reuse)
+    assert str(caught.value.parameter).startswith("messages[1].user")
+
+
+def test_the_responses_api_names_the_provider_part_it_refuses() -> None:
+    message = Message(user=[TextPart("Go on."), FOREIGN_USER_PARTS["openai-responses"]])
+    with pytest.raises(UnsupportedParameterError) as caught:
+        encode_responses_request(ChatRequest("m", [message]))
+    assert str(caught.value) == (
+        "messages[0].user: a anthropic.compaction provider part cannot be sent to the OpenAI Responses API as user content"
+    )

@@ -29,7 +29,14 @@ from onellm.messages import (
     TextPart,
     ToolCall,
 )
-from onellm.providers._content import asset_base64, asset_media_type, json_text, result_text
+from onellm.providers._content import (
+    asset_base64,
+    asset_media_type,
+    at_message,
+    json_text,
+    result_text,
+    unsendable_user_part,
+)
 from onellm.providers._request import ChatRequest
 from onellm.providers._wire import fragment, reused
 from onellm.providers.gemini._schema import openapi_schema
@@ -73,12 +80,15 @@ def _contents(messages: list[Message], reuse: bool = False) -> list[dict[str, An
     contents: list[dict[str, Any]] = []
     role: str | None = None
     parts: list[Any] = []
-    for message in messages:
+    for index, message in enumerate(messages):
         found: Sequence[tuple[str, Any]]
-        if reuse:
-            found = reused(message, _KEY, _fragments)
-        else:
-            found = _message_parts(message)
+        try:
+            if reuse:
+                found = reused(message, _KEY, _fragments)
+            else:
+                found = _message_parts(message)
+        except UnsupportedParameterError as error:
+            raise at_message(error, index) from None
         for part_role, part in found:
             if part_role != role:
                 role = part_role
@@ -121,9 +131,7 @@ def _user_part(part: Part) -> dict[str, Any]:
         }
     if isinstance(part, RefusalPart):
         return {"text": part.refusal}
-    raise UnsupportedParameterError(
-        f"a user turn cannot hold a {part.kind} part on Gemini", parameter="messages", model=None
-    )
+    raise unsendable_user_part(part, "Gemini")
 
 
 def _asset(part: AssetPart) -> dict[str, Any]:

@@ -43,7 +43,15 @@ from onellm.messages import (
     Usage,
     UsageEvent,
 )
-from onellm.providers._content import asset_base64, asset_url, json_text, result_text, strict_schema
+from onellm.providers._content import (
+    asset_base64,
+    asset_url,
+    at_message,
+    json_text,
+    result_text,
+    strict_schema,
+    unsendable_user_part,
+)
 from onellm.providers._request import ChatRequest, ChatResponse, FinishReason, ToolDefinition
 from onellm.providers._stream import response_from
 from onellm.providers._wire import fragment, reused
@@ -226,11 +234,14 @@ def _messages(request: ChatRequest, reuse: bool) -> list[Any]:
     out: list[Any] = []
     if request.system:
         out.append({"role": "system", "content": request.system})
-    for message in request.messages:
-        if reuse:
-            out += reused(message, _KEY, _fragments)
-        else:
-            out += _wire_messages(message)
+    for index, message in enumerate(request.messages):
+        try:
+            if reuse:
+                out += reused(message, _KEY, _fragments)
+            else:
+                out += _wire_messages(message)
+        except UnsupportedParameterError as error:
+            raise at_message(error, index) from None
     return out
 
 
@@ -270,6 +281,8 @@ def _user_content(message: Message) -> str | list[dict[str, Any]]:
             content.append(_asset(part))
         elif isinstance(part, FileRefPart):
             content.append({"type": "file", "file": {"file_id": part.file_ref}})
+        else:
+            raise unsendable_user_part(part, "OpenAI Chat Completions")
     return content
 
 

@@ -48,7 +48,15 @@ from onellm.messages import (
     Usage,
     UsageEvent,
 )
-from onellm.providers._content import asset_base64, asset_url, json_text, result_text, strict_schema
+from onellm.providers._content import (
+    asset_base64,
+    asset_url,
+    at_message,
+    json_text,
+    result_text,
+    strict_schema,
+    unsendable_user_part,
+)
 from onellm.providers._request import ChatRequest, ChatResponse
 from onellm.providers._stream import response_from
 from onellm.providers._wire import fragment, reused
@@ -192,13 +200,16 @@ def encode_responses_request(
 
 def _input(request: ChatRequest, custom: set[str], reuse: bool) -> list[Any]:
     items: list[Any] = []
-    for message in request.messages:
-        if not reuse:
-            items += _message_items(message, custom)
-            continue
-        # a custom tool's calls are written their own way: the names of the request's custom tools are in the key
-        key = ("openai-responses", tuple(sorted(custom)) if custom and message.tool_calls else ())
-        items += reused(message, key, _fragments, custom)
+    for index, message in enumerate(request.messages):
+        try:
+            if not reuse:
+                items += _message_items(message, custom)
+                continue
+            # a custom tool's calls are written their own way: the names of the request's custom tools are in the key
+            key = ("openai-responses", tuple(sorted(custom)) if custom and message.tool_calls else ())
+            items += reused(message, key, _fragments, custom)
+        except UnsupportedParameterError as error:
+            raise at_message(error, index) from None
     return items
 
 
@@ -271,6 +282,8 @@ def _user_content(parts: list[Part]) -> str | list[dict[str, Any]]:
                 )
         elif isinstance(part, FileRefPart):
             content.append({"type": "input_file", "file_id": part.file_ref})
+        else:
+            raise unsendable_user_part(part, "the OpenAI Responses API")
     return content
 
 
