@@ -12,7 +12,7 @@ from onellm.agents._result import instance_cost
 from onellm.errors import BadRequestError, RunCancelledError
 from onellm.instances import FileInstanceStore
 from onellm.messages import Message, TextPart, ToolCall
-from onellm.records import ErrorRecord
+from onellm.records import ErrorRecord, total_cost
 from onellm.testing import ScriptStep
 
 from .conftest import Harness, calls, done, say
@@ -48,6 +48,13 @@ async def test_clear_tool_results_keeps_every_slot_and_the_prefix(harness: Harne
     assert entry.cost is None
     compacted = [e for e in events if type(e).__name__ == "ContextCompacted"]
     assert [(e.strategy, e.context_tokens) for e in compacted] == [("clearToolResults", 1210)]
+    [record] = harness.kinds("compaction")
+    assert (record.instance_id, record.strategy, record.replaced_message_ids) == (
+        inst.id,
+        "clearToolResults",
+        entry.replaced_message_ids,
+    )
+    assert (record.at, record.summary_message_id, record.cost) == (entry.to_data()["at"], None, None)
     saved = await harness.runtime.store.load(inst.id or "")
     assert saved is not None
     assert saved.compactions[0].to_data() == entry.to_data()
@@ -113,6 +120,16 @@ async def test_compact_summarizes_through_a_child_and_keeps_the_cost(harness: Ha
     # nothing lost, nothing counted twice
     assert result.cost.total == instance_cost(inst).total
     assert result.subtree_cost.total == result.cost.total
+    [record] = harness.kinds("compaction")
+    assert (record.instance_id, record.strategy, record.summary_message_id, record.cost) == (
+        inst.id,
+        "compact",
+        entry.summary_message_id,
+        child_cost,
+    )
+    # the records count the summary once, through the child's inference record, not the compaction record's cost
+    assert [r.instance_id for r in harness.kinds("inference")].count(child_id) == 1
+    assert total_cost(harness.records) == result.subtree_cost.total
 
 
 async def test_a_failing_summary_leaves_the_run_uncompacted_with_an_error_record(harness: Harness) -> None:

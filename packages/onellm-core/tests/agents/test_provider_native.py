@@ -24,7 +24,7 @@ from onellm.instances import FileInstanceStore, Instance
 from onellm.messages import ProviderPart, TextPart
 from onellm.providers import RetryPolicy
 from onellm.providers.openai import OpenAIProvider
-from onellm.records import ErrorRecord, EventRecordSink, Record
+from onellm.records import CompactionRecord, ErrorRecord, EventRecordSink, InferenceRecord, Record, total_cost
 
 from .conftest import tool_functions
 
@@ -192,6 +192,26 @@ async def test_openai_compacts_at_the_trigger_and_the_item_goes_back_unchanged(t
     compacted = [e for e in events if type(e).__name__ == "ContextCompacted"]
     assert [(e.strategy, e.context_tokens, e.cost) for e in compacted] == [("providerNative", 1220, COMPACTION_COST)]
     assert not [w for w in result.warnings if w.kind == "contextStrategy"]
+
+    # the compaction call is an inference record of its own, priced, then the compaction record; the records' total
+    # is the instance's cost, the compaction counted once
+    inference = [r for r in records if isinstance(r, InferenceRecord)]
+    assert [r.operation for r in inference] == ["chat", "compact", "chat"]
+    call = inference[1]
+    assert (call.instance_id, call.message_id, call.provider) == (inst.id, entry.summary_message_id, "openai")
+    assert call.usage is not None
+    usage = call.usage
+    assert (usage.input_tokens, usage.cache_read_input_tokens, usage.output_tokens) == (400, 1000, 438)
+    assert usage.cost == COMPACTION_COST
+    assert usage.cost_lines
+    [record] = [r for r in records if isinstance(r, CompactionRecord)]
+    assert (record.strategy, record.cost, record.replaced_message_ids) == (
+        "providerNative",
+        COMPACTION_COST,
+        entry.replaced_message_ids,
+    )
+    assert records.index(record) == records.index(call) + 1
+    assert total_cost(records) == instance_cost(inst).total
 
     # saved, loaded and saved again unchanged; the loaded instance sends the same items
     store = runtime.store

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import anyio
+import msgspec
 
 from onellm._public import publish as _publish
 from onellm.agents._events import (
@@ -1878,6 +1879,7 @@ class AgentRun(Generic[T]):
         """The provider compacts the conversation (`compact_context`), all but a user message the next turn answers,
         which stays after it. The call is priced from the catalog like a turn, and held on the spend caps."""
         from onellm.agents._context import removed_cost
+        from onellm.records import InferenceRecord
         from onellm.runtime import ModelCall, new_message_id, runtime_source
 
         setup = self._setup
@@ -1908,12 +1910,15 @@ class AgentRun(Generic[T]):
                 owns_instance=False,
             ).request
             reservation = services.spend.reserve(model, request, inst)
+            started = time.perf_counter()
             compacted = await native(request)
+            duration = Decimal(int((time.perf_counter() - started) * 1000))
             usage = compacted.usage
             cost = None
             if usage is not None:
                 priced = model.price(usage, service_tier=request.service_tier, at=services.clock.now())
                 cost = priced.total if priced.priced or priced.lines else None
+                usage = msgspec.structs.replace(usage, cost=cost, cost_lines=list(priced.lines))
         except Exception as error:
             if reservation is not None:
                 reservation.release()
@@ -1935,8 +1940,17 @@ class AgentRun(Generic[T]):
         before = {m.id for m in sent}
         summary = next((m.id for m in reversed(out) if m.id not in before), None)  # holds the provider's state
         inst.messages[:] = [*out, pending] if pending is not None else out
+        # the call is counted once, through this inference record; the compaction record's cost is for reading
+        call = InferenceRecord(
+            instance_id=inst.id,
+            message_id=summary,
+            provider=model.provider,
+            operation="compact",
+            duration_ms=duration,
+            usage=usage,
+        )
         await self._compacted(
-            "providerNative", at, tokens, [m.id or "" for m in removed], summary, cost, removed_cost(removed)
+            "providerNative", at, tokens, [m.id or "" for m in removed], summary, cost, removed_cost(removed), call=call
         )
 
     async def _compacted(
@@ -1949,8 +1963,10 @@ class AgentRun(Generic[T]):
         cost: Decimal | None,
         replaced_cost: Decimal | None,
         child_id: str | None = None,
+        call: Record | None = None,
     ) -> None:
-        """Record a compaction in `compactions`, save the instance in one write, and tell the listeners."""
+        """Record a compaction in `compactions`, save the instance in one write, write its records (the provider's
+        call, when it made one, then the `compaction` record), and tell the listeners."""
         from onellm.instances import Compaction
 
         inst = self._instance
@@ -1968,6 +1984,19 @@ class AgentRun(Generic[T]):
         inst.compactions.append(entry)
         self._dirty = True
         await self._save()
+        if self._services.recording:
+            from onellm.records import CompactionRecord
+
+            record = CompactionRecord(
+                instance_id=inst.id,
+                message_id=summary_id,
+                strategy=strategy,
+                at=entry.to_data().get("at"),
+                replaced_message_ids=list(replaced),
+                summary_message_id=summary_id,
+                cost=cost,
+            )
+            await self._record(*(call, record) if call is not None else (record,))
         if self._listen:
             from onellm.agents._events import ContextCompacted
 
