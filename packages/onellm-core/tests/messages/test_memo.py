@@ -21,7 +21,7 @@ def message() -> Message:
         tool_calls=[ToolCall(id="c", tool="t", inputs={"a": [1, {"b": "c"}]}, result=[TextPart("r")])],
         usage=Usage(input_tokens=3, cost=Decimal("0.001")),
         date_time="2026-12-01T10:00:00Z",
-        extra={"x": {"y": 1}},
+        extra={"x": {"y": 1}, "w": 0},
     )
 
 
@@ -44,6 +44,11 @@ CHANGES = {
     "extra": lambda m: m.extra["x"].__setitem__("y", 2),
     "time": lambda m: setattr(m, "date_time", "2026-12-01T10:00:01Z"),
     "cache": lambda m: setattr(m, "cache", True),
+    # equal by Python's ==, written differently
+    "int to bool": lambda m: m.tool_calls[0].inputs["a"].__setitem__(0, True),
+    "int to float": lambda m: m.tool_calls[0].inputs["a"].__setitem__(0, 1.0),
+    "decimal digits": lambda m: setattr(m.usage, "cost", Decimal("0.0010")),
+    "key order": lambda m: setattr(m, "extra", {"w": 0, "x": m.extra["x"]}),
 }
 
 
@@ -154,3 +159,28 @@ def test_a_token_estimate_is_kept_while_the_message_is_unchanged() -> None:
     assert estimator.messages(history) == TokenEstimator(Catalog.default().resolve("gpt-6-luna")).messages(
         [Message.from_data(m.to_data()) for m in history]
     )
+
+
+def test_a_saved_instance_shows_a_change_that_python_calls_equal() -> None:
+    """A turn whose tool call has no result yet may still change in place; `1` becoming `True` is equal in Python
+    but written differently, so the next save must see it."""
+    msg = message()
+    msg.tool_calls[0].result = None
+    inst = Instance(model="m")
+    inst.messages.append(msg)
+    first = inst.dumps()
+    assert "- 1\n" in first
+    msg.tool_calls[0].inputs["a"][0] = True
+    text = inst.dumps()
+    assert "- true\n" in text
+    assert Instance.loads(text).messages[0].tool_calls[0].inputs["a"][0] is True
+    other = Instance(model="m")  # a second instance over the same message takes its block from the memo
+    other.messages.append(msg)
+    assert other.dumps() == text
+    msg.tool_calls[0].inputs["a"][0] = 1.0
+    assert "- 1.0\n" in other.dumps()
+
+
+def test_a_message_holding_an_integer_beyond_64_bits_has_no_memo() -> None:
+    msg = Message(user=[TextPart("x")], extra={"n": 2**70})
+    assert memo_of(msg) is None

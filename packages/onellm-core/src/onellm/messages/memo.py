@@ -6,19 +6,18 @@ what was made from it, under a key naming what and for whom (`("yaml", 2)`, `("c
 instead of making it again.
 
 A message is a mutable object, so what the memo keeps is only ever used for the message as it was when it was made:
-the memo holds a snapshot of the message's content (`msgspec.to_builtins`, in C: dicts and lists over the message's
-own strings, numbers and bytes, never copies of them), and a memo whose snapshot no longer equals the message's is
-dropped. Comparing the snapshots costs little when nothing changed: the strings are the same objects, so equality is
-decided by identity. A message is snapshot only when the same thing is asked of it a second time (`memo_for`). A message holding something that cannot be snapshot (an object of an unknown type in `extra`)
-has no memo, and everything is made from it every time.
+the memo holds a snapshot of the message's content, its MessagePack encoding, and a memo whose snapshot no longer equals
+the message's is dropped. The encoding tells apart what Python's `==` would not: `1`, `1.0` and `True`, `Decimal("1")`
+and `Decimal("1.0")`, the same keys in another order, each of which is written differently. Encoding a message and
+comparing bytes costs less than building and comparing plain data; the price is that the memo holds a copy of the
+message's text. A message is snapshot only when the same thing is asked of it a second time (`memo_for`). A message
+holding something that cannot be snapshot (an object of an unknown type in `extra`, an integer beyond 64 bits) has no
+memo, and everything is made from it every time.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
-import uuid
 from collections.abc import Hashable
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
@@ -33,10 +32,6 @@ __all__ = ["MEMO", "Memo", "memo_for", "memo_of", "snapshot"]
 MEMO: Final = "_memo"
 """The key of a message's memo in its `__dict__` (left out when a message is copied or pickled)."""
 
-# Values that cannot change in place pass into the snapshot as they are; a bytearray or memoryview is copied by
-# `to_builtins` (as base64 text), so a change to it is seen too.
-_IMMUTABLE = (bytes, Decimal, _dt.datetime, _dt.date, _dt.time, _dt.timedelta, uuid.UUID)
-
 
 def _leaf(value: Any) -> Any:
     if type(value) is Timestamp:
@@ -44,11 +39,16 @@ def _leaf(value: Any) -> Any:
     raise TypeError(f"no snapshot of {type(value).__name__}")
 
 
-def snapshot(message: Message) -> Any:
-    """The message's content as plain data over its own leaf objects, or None when it holds an object that has none."""
+# A bytearray or memoryview is copied into the encoding, so a change to it is seen too.
+_ENCODER = msgspec.msgpack.Encoder(enc_hook=_leaf, decimal_format="string")
+
+
+def snapshot(message: Message) -> bytes | None:
+    """The message's content as bytes that differ whenever its written form would, or None when it holds an object
+    that has none."""
     try:
-        return msgspec.to_builtins(message, builtin_types=_IMMUTABLE, enc_hook=_leaf)
-    except (TypeError, ValueError, RecursionError):
+        return _ENCODER.encode(message)
+    except (TypeError, ValueError, OverflowError, RecursionError, msgspec.EncodeError):
         return None
 
 
