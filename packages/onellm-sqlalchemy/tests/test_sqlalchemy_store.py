@@ -330,13 +330,12 @@ async def test_a_clock_that_went_back_is_named_in_the_refusal(db: tuple[Engine, 
 async def test_takers_racing_for_a_free_lease_get_one_holder(db: tuple[Engine, OnellmTables]) -> None:
     engine, found = db
     stores = [SqlAlchemyInstanceStore(engine, tables=found) for _ in range(6)]
-    won: list[int] = []
+    won: list[Any] = []
     lost: list[int] = []
 
     def take(n: int) -> None:
         try:
-            anyio.run(stores[n].acquire, "prize")
-            won.append(n)
+            won.append(anyio.run(stores[n].acquire, "prize"))
         except InstanceLockedError:
             lost.append(n)
 
@@ -347,6 +346,7 @@ async def test_takers_racing_for_a_free_lease_get_one_holder(db: tuple[Engine, O
         thread.join()
     assert len(won) == 1
     assert len(lost) == 5
+    await won[0].release()  # else its renewer outlives the test's tables
 
 
 @pytest.fixture
