@@ -185,5 +185,6 @@ def test_the_responses_api_names_the_provider_part_it_refuses() -> None:
     with pytest.raises(UnsupportedParameterError) as caught:
         encode_responses_request(ChatRequest("m", [message]))
     assert str(caught.value) == (
-        "messages[0].user: a anthropic.compaction provider part cannot be sent to the OpenAI Responses API as user content"
+        "messages[0].user: the provider part 'anthropic.compaction' cannot be sent to the OpenAI Responses API as user "
+        "content"
     )

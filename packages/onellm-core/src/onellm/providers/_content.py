@@ -122,13 +122,11 @@ def unsendable_user_part(part: Part, api: str) -> UnsupportedParameterError:
     """The error for a user-side part `api` has no input for. Such a part is refused, never dropped: a compaction kept
     from OpenAI Responses, for one, stands for the whole conversation before it. `at_message` adds where it is."""
     kind = getattr(part, "type", None) if part.kind == "providerPart" else None
-    what = f"a {kind} provider part" if kind else f"a {part.kind} part"
+    what = f"the provider part {kind!r}" if kind else f"a {part.kind} part"
     return UnsupportedParameterError(f"{what} cannot be sent to {api} as user content", parameter="user")
 
 
 def at_message(error: UnsupportedParameterError, index: int) -> UnsupportedParameterError:
-    """`error`, raised for a part of the user side of `messages[index]`, with that path in front."""
-    if error.parameter != "user":
-        return error
+    """`unsendable_user_part`'s error, raised for the user side of `messages[index]`, with that path in front."""
     path = f"messages[{index}].user"
     return UnsupportedParameterError(f"{path}: {error}", parameter=path, model=error.model)

@@ -88,6 +88,8 @@ def _contents(messages: list[Message], reuse: bool = False) -> list[dict[str, An
             else:
                 found = _message_parts(message)
         except UnsupportedParameterError as error:
+            if error.parameter != "user":
+                raise
             raise at_message(error, index) from None
         for part_role, part in found:
             if part_role != role:

@@ -241,6 +241,8 @@ def _messages(request: ChatRequest, reuse: bool) -> list[Any]:
             else:
                 out += _wire_messages(message)
         except UnsupportedParameterError as error:
+            if error.parameter != "user":
+                raise
             raise at_message(error, index) from None
     return out
 

@@ -209,6 +209,8 @@ def _input(request: ChatRequest, custom: set[str], reuse: bool) -> list[Any]:
             key = ("openai-responses", tuple(sorted(custom)) if custom and message.tool_calls else ())
             items += reused(message, key, _fragments, custom)
         except UnsupportedParameterError as error:
+            if error.parameter != "user":
+                raise
             raise at_message(error, index) from None
     return items
 
