@@ -380,3 +380,24 @@ def test_stream_and_whole_message_build_equal_messages(case: tuple[Message, list
     # And the built message survives its plain-data form.
     assert Message.from_data(streamed.to_data()) == streamed
     assert Message.from_data(streamed.to_data()).to_data() == streamed.to_data()
+
+
+def test_subclasses_of_the_common_events_are_taken_as_their_bases() -> None:
+    class Text(TextDelta):
+        pass
+
+    class Start(ToolCallStart):
+        pass
+
+    class Finished(Done):
+        pass
+
+    acc = MessageAccumulator()
+    for event in (Text(0, "Hel"), TextDelta(0, "lo"), Start(1, "c1", "lookup"), ToolCallEnd(1), Finished("stop")):
+        acc.add(event)
+    message = acc.message()
+    assert message.text == "Hello"
+    assert [(c.id, c.tool) for c in message.tool_calls] == [("c1", "lookup")]
+    assert acc.finish_reason == "stop"
+    with pytest.raises(MalformedResponseError, match="after Done"):
+        acc.add(Text(0, "more"))

@@ -724,24 +724,28 @@ class Instance:
         answered, say) and still holds that one's `usage` object reuses the written `usage` lines: they are most of a
         turn's block, and the object's text is still good while the old message's is (see `_settle`)."""
         data = msg.to_data()
-        usage = msg.usage
-        if usage is None or source is None or index >= len(source.messages) or next(reversed(data)) != "usage":
+        tail = self._usage_tail(msg, index, source, indent) if next(reversed(data), None) == "usage" else None
+        if tail is None:
             return yamlio.emit_block(data, indent)
-        old = source.messages[index]
-        if old is msg or old.usage is not usage or old.id is None or old.id != msg.id:
-            return yamlio.emit_block(data, indent)
-        entry = self._blocks.get(id(old))
-        if entry is None or entry[0] is not old:
-            return yamlio.emit_block(data, indent)
-        text = entry[1]
-        at = text.rfind(f"\n{' ' * (indent + 2)}usage:")
-        if at < 0:
-            return yamlio.emit_block(data, indent)
-        tail = text[at + 1 :]
-        if _top_key(indent).search(tail, 1) is not None:
-            return yamlio.emit_block(data, indent)  # another key follows usage there
         del data["usage"]
         return yamlio.emit_block(data, indent) + tail
+
+    def _usage_tail(self, msg: Message, index: int, source: _Source | None, indent: int) -> str | None:
+        """The `usage` lines that end the written block of the message `msg` replaced, when they hold `msg`'s own
+        `usage` object and nothing follows them; else None."""
+        if msg.usage is None or source is None or index >= len(source.messages):
+            return None
+        old = source.messages[index]
+        if old is msg or old.usage is not msg.usage or old.id is None or old.id != msg.id:
+            return None
+        entry = self._blocks.get(id(old))
+        if entry is None or entry[0] is not old:
+            return None
+        text = entry[1]
+        at = text.rfind(f"\n{' ' * (indent + 2)}usage:")
+        if at < 0 or _top_key(indent).search(text, at + 2) is not None:  # another key follows usage there
+            return None
+        return text[at + 1 :]
 
     # -- files -----------------------------------------------------------------------------------------------------
 

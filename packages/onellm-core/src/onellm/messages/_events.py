@@ -299,26 +299,19 @@ class MessageAccumulator:
                 return
         if self._done:
             raise MalformedResponseError(f"stream event {type(event).__name__} after Done")
-        take = _TAKE.get(type(event))
-        if take is not None:  # an event of a common kind (not a subclass): its own step, not the chain below
+        kind = type(event)
+        take = _STEP.get(kind, _UNSEEN)
+        if take is _UNSEEN:  # a subclass of a common kind takes its base's step; other kinds take the chain below
+            take = _STEP[kind] = next((_TAKE[base] for base in kind.__mro__ if base in _TAKE), None)
+        if take is not None:
             take(self, event)
             return
-        if isinstance(event, TextDelta):
-            self._block(event.index, _TEXT).pieces.append(event.text)
-        elif isinstance(event, ToolCallArgumentsDelta):
-            self._block(event.index, _TOOL).pieces.append(event.text)
-        elif isinstance(event, ReasoningDelta):
+        if isinstance(event, ReasoningDelta):
             self._block(event.index, _REASONING).pieces.append(event.text)
         elif isinstance(event, RefusalDelta):
             self._block(event.index, _REFUSAL).pieces.append(event.text)
         elif isinstance(event, HostedToolCallArgumentsDelta):
             self._block(event.index, _HOSTED).pieces.append(event.text)
-        elif isinstance(event, ToolCallStart):
-            block = self._block(event.index, _TOOL)
-            block.fields["id"] = event.id
-            block.fields["tool"] = event.tool
-        elif isinstance(event, ToolCallEnd):
-            self._block(event.index, _TOOL).ended = True
         elif isinstance(event, ReasoningEnd):
             block = self._block(event.index, _REASONING)
             block.ended = True
@@ -347,16 +340,6 @@ class MessageAccumulator:
             if block.part is not None:
                 raise MalformedResponseError(f"stream block {event.index} received a second whole part")
             block.part = event.part
-        elif isinstance(event, UsageEvent):
-            self.usage = event.usage if self.usage is None else self.usage.merge(event.usage)
-        elif isinstance(event, MessageStart):
-            self.model = event.model
-            self.response_id = event.response_id
-        elif isinstance(event, Done):
-            self.finish_reason = event.finish_reason
-            if event.extra:
-                self._extra.update(event.extra)
-            self._done = True
         else:
             raise TypeError(f"not a stream event: {event!r}")
 
@@ -480,4 +463,7 @@ _TAKE: dict[type, Callable[[MessageAccumulator, Any], None]] = {
     MessageStart: MessageAccumulator._take_start,
     Done: MessageAccumulator._take_done,
 }
-"""How `MessageAccumulator.add` takes the most common events, by their exact type."""
+"""How `MessageAccumulator.add` takes the most common events, by their type (or a base's)."""
+_STEP: dict[type, Any] = dict(_TAKE)
+"""`_TAKE` by each event type seen, found through its bases; None for a type the chain in `add` takes."""
+_UNSEEN = object()

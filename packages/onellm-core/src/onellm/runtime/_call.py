@@ -21,6 +21,7 @@ answer and the instance in memory. The lease is given back on every path.
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from decimal import Decimal
@@ -54,24 +55,22 @@ T = TypeVar("T")
 _JSON = msgspec.json.Decoder(float_hook=Decimal)
 
 
-_ADJUSTER: list[Any] = []
 _UNSHIELDED = contextlib.nullcontext()
-_START_SPAN: list[Any] = []
 
 
-def _load_start_span() -> Any:
+@functools.cache
+def _start_model_call() -> Any:
     """`start_model_call`, imported on the first call sent."""
     from onellm.telemetry import start_model_call
 
-    _START_SPAN.append(start_model_call)
     return start_model_call
 
 
-def _load_adjuster() -> Any:
+@functools.cache
+def _request_adjuster() -> Any:
     """`RequestAdjuster`, imported on the first call (the catalog's adjuster is not needed to import the runtime)."""
     from onellm.catalog.adjust import RequestAdjuster
 
-    _ADJUSTER.append(RequestAdjuster)
     return RequestAdjuster
 
 
@@ -133,8 +132,7 @@ class ModelCall:
         # A later turn sends stored assets back inline (a copy of the list either way: the instance's grows).
         messages = inline_assets(services.store, instance, sent) if len(sent) > 1 else list(sent)
         request = ChatRequest(model=model.name, messages=messages, system=system, profile=model.profile, **options)
-        adjuster = _ADJUSTER[0] if _ADJUSTER else _load_adjuster()
-        self.request: ChatRequest = adjuster(model).adjust_request(request)
+        self.request: ChatRequest = _request_adjuster()(model).adjust_request(request)
         self.raw: RawExchange | None = None
         if raw_turns or services.llm_turn_logs:
             from onellm.providers import RawExchange
@@ -195,8 +193,7 @@ class ModelCall:
                 raise await self._cancelled(cancelled) from cancelled
         if hit is not None:
             return hit
-        start_model_call = _START_SPAN[0] if _START_SPAN else _load_start_span()
-        self.span = start_model_call("chat", self.model.provider, self.requested_model)
+        self.span = _start_model_call()("chat", self.model.provider, self.requested_model)
         self.started = time.perf_counter()
         return None
 
