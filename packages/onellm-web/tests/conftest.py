@@ -51,6 +51,7 @@ class Site:
         self.routes: dict[str, Answer] = {}
         self.requests: list[tuple[str, str, dict[str, str]]] = []
         self.sent: dict[str, int] = {}
+        self.answered: dict[str, threading.Event] = {}
         self.port = 0
 
     @property
@@ -59,6 +60,11 @@ class Site:
 
     def paths(self) -> list[str]:
         return [path for _host, path, _headers in self.requests]
+
+    def written(self, path: str, timeout: float = 30) -> int:
+        """The bytes of `path`'s body the server wrote, once its handler has finished (the client may hang up first)."""
+        assert self.answered[path].wait(timeout), f"the server is still answering {path}"
+        return self.sent.get(path, 0)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -70,7 +76,15 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         site = self.server.site
         site.requests.append((self.headers.get("Host", ""), self.path, {k.lower(): v for k, v in self.headers.items()}))
-        answer = site.routes.get(self.path.split("?", 1)[0])
+        path = self.path.split("?", 1)[0]
+        done = site.answered.setdefault(path, threading.Event())
+        try:
+            self._answer(site, path)
+        finally:
+            done.set()
+
+    def _answer(self, site: Site, path: str) -> None:
+        answer = site.routes.get(path)
         if answer is None:
             answer = Answer(404, {"Content-Type": "text/html"}, b"<title>Not found</title><h1>Not found</h1>")
         self.send_response(answer.status)
@@ -239,6 +253,7 @@ def site() -> Iterator[Site]:
 def fresh(site: Site) -> Site:
     site.requests.clear()
     site.sent.clear()
+    site.answered.clear()
     return site
 
 

@@ -197,7 +197,7 @@ async def test_a_50_mb_body_is_cut_at_the_limit_without_being_read_whole(fresh: 
     assert (page.cut, page.bytes_read, len(page.markdown)) == (True, limit, limit)
     assert peak < 8 * limit < BIG, f"peak {peak} bytes"
     # The connection was dropped at the limit: the server got no further than its socket buffers.
-    assert fresh.sent["/big-text"] < BIG // 2
+    assert fresh.written("/big-text") < BIG // 2
     text = page.render(max_chars=1000)
     assert f"[The page is longer than {limit} bytes; only its first {limit} were read.]" in text
     assert text.endswith(f"of {limit} shown. Call again with start=1000 to read on.]")
@@ -208,7 +208,7 @@ async def test_a_long_html_body_is_cut_and_converted(fresh: Site) -> None:
     page = await fetch_webpage_markdown(f"{fresh.origin}/big-html", capabilities=LOOPBACK, options=options)
     assert (page.cut, page.bytes_read, page.is_html) == (True, 256 * 1024, True)
     assert page.markdown.startswith("word word")
-    assert fresh.sent["/big-html"] < BIG // 2
+    assert fresh.written("/big-html") < BIG // 2
 
 
 async def test_a_gzip_bomb_is_decompressed_only_up_to_the_limit(fresh: Site) -> None:
@@ -304,7 +304,7 @@ async def test_binary_types_are_refused_with_a_clear_message(fresh: Site, path: 
         await fetch_webpage_markdown(fresh.origin + path, capabilities=LOOPBACK)
     assert str(info.value).endswith("fetch_webpage_markdown reads HTML and text only")
     if path == "/report.pdf":
-        assert fresh.sent[path] < BIG // 2, "a refused type is not downloaded"
+        assert fresh.written(path) < BIG // 2, "a refused type is not downloaded"
 
 
 async def test_untyped_html_and_utf16_are_recognised(fresh: Site) -> None:
