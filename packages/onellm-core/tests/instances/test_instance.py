@@ -296,6 +296,115 @@ def test_a_header_value_that_cannot_be_pickled_is_still_written() -> None:
     assert "note: other\n" in inst.dumps()
 
 
+def test_header_values_of_every_kind_are_seen_when_they_change() -> None:
+    # A save compares the header as serialized: values of the types it takes apart (a timestamp, a decimal) and
+    # values it cannot serialize quickly (a record, a subclass) are seen too.
+    text = "instanceId: h\ntemperature: 1.0\nstate: waiting\nrunStartedAt: 2026-01-02T03:04:05Z\nmessages: []\n"
+    inst = Instance.loads(text)
+    assert inst.dumps() == text
+    inst.temperature = Decimal("1.00")  # == the old value, written otherwise
+    assert "temperature: 1.00\n" in inst.dumps()
+    inst.temperature = "1.00"  # type: ignore[assignment]  # the same text, another type
+    assert 'temperature: "1.00"\n' in inst.dumps()
+    inst.temperature = 1.0
+    assert "temperature: 1.0\n" in inst.dumps()
+    inst.run_started_at = Timestamp("2026-01-02T03:04:06Z")
+    assert 'runStartedAt: "2026-01-02T03:04:06Z"\n' in inst.dumps()
+    inst.run_started_at = "2026-01-02T03:04:06Z"  # type: ignore[assignment]  # a plain string with the same text
+    assert 'runStartedAt: "2026-01-02T03:04:06Z"\n' in inst.dumps()
+    inst.run_started_at = None
+    assert "runStartedAt" not in inst.dumps()
+
+    class Note(str):
+        pass
+
+    inst.extra["note"] = Note("first")
+    assert "note: first\n" in inst.dumps()
+    inst.extra["note"] = Note("second")
+    assert "note: second\n" in inst.dumps()
+    inst.extra["amounts"] = [Decimal("0.5")]
+    assert "amounts:\n- 0.5\n" in inst.dumps()
+    inst.extra["amounts"][0] = Decimal("0.50")
+    assert "amounts:\n- 0.50\n" in inst.dumps()
+    inst.extra["amounts"][0] = "0.50"
+    assert 'amounts:\n- "0.50"\n' in inst.dumps()
+    inst.extra["shape"] = (1, 2)
+    assert "shape:\n- 1\n- 2\n" in inst.dumps()
+    inst.extra["shape"] = [1, 2]  # written alike
+    assert "shape:\n- 1\n- 2\n" in inst.dumps()
+    inst.extra["shape"].append(1.0)
+    assert "shape:\n- 1\n- 2\n- 1.0\n" in inst.dumps()
+    inst.extra["shape"] = (True, 2)  # == (1, 2), written otherwise
+    assert "shape:\n- true\n- 2\n" in inst.dumps()
+    inst.extra["shape"] = [1, 2, 1.0]
+    inst.extra["zero"] = {1: 0.0}
+    assert "zero:\n  1: 0.0\n" in inst.dumps()
+    inst.extra["zero"][1] = -0.0  # == 0.0
+    assert "zero:\n  1: -0.0\n" in inst.dumps()
+    del inst.extra["zero"][1]
+    inst.extra["zero"][True] = -0.0  # a key == 1
+    assert "zero:\n  true: -0.0\n" in inst.dumps()
+    del inst.extra["zero"]
+    inst.compactions.append(Compaction(strategy="summarize"))
+    assert "compactions:\n- strategy: summarize\n" in inst.dumps()
+    inst.compactions[0].cost = Decimal("0.10")
+    assert "  cost: 0.10\n" in inst.dumps()
+    inst.compactions.clear()
+    assert "compactions" not in inst.dumps()
+    assert Instance.loads(inst.dumps()).extra == inst.extra | {"shape": [1, 2, 1.0]}
+
+
+_STARTS = {
+    "canonical": "instanceId: i\nstate: running\nmessages:\n- id: a\n  user:\n  - text: hi\n- id: b\n  assistant:\n  - text: yo\n",
+    "no final newline": "instanceId: i\nmessages:\n- id: a\n  user:\n  - text: hi\n- id: b\n  user:\n  - text: yo",
+    "indented, with a comment": "instanceId: i\nmessages:\n  # first\n  - id: a\n    user:\n      - text: hi\n",
+    "empty": "instanceId: i\nmessages: []\n",
+    "no messages key": "instanceId: i\n",
+}
+
+
+@pytest.mark.parametrize("start", list(_STARTS))
+@pytest.mark.parametrize("seed", range(12))
+def test_a_save_reusing_the_last_saves_pieces_writes_what_writing_every_block_would(start: str, seed: int) -> None:
+    # A save reuses the pieces of the messages the last save wrote, in the same place and unchanged. A twin put
+    # through the same edits, whose every save looks at each message again, writes the same text each time.
+    import random
+
+    rng = random.Random(seed)
+    inst = Instance.loads(_STARTS[start])
+    twin = Instance.loads(_STARTS[start])
+    pool = [_priced_turn(f"p{i}") for i in range(4)] + [
+        Message(id=f"u{i}", user=[TextPart(text=f"u {i}")]) for i in range(4)
+    ]
+    for _ in range(30):
+        op = rng.randrange(8)
+        pick = rng.choice(pool)
+        at = rng.randrange(len(inst.messages) + 1)
+        for one in (inst, twin):
+            messages = one.messages
+            if op == 0 or not messages:
+                messages.append(pick)
+            elif op == 1:
+                messages[-1] = pick
+            elif op == 2:
+                messages.pop()
+            elif op == 3:
+                messages.insert(at, pick)
+            elif op == 4:
+                del messages[min(at, len(messages) - 1)]
+            elif op == 5:
+                messages.append(messages[min(at, len(messages) - 1)])  # the same object twice
+            elif op == 6 and messages[-1].tool_calls and messages[-1].tool_calls[0].result is None:
+                messages[-1] = _answered(messages[-1], "ok") if one is inst else inst.messages[-1]
+            else:
+                one.state = "running" if one.state != "running" else "waiting"
+        assert twin._source is not None
+        twin._source.ends = None  # as if the last save had not been written block by block
+        written = inst.dumps()
+        assert written == twin.dumps()
+        assert [m.id for m in Instance.loads(written).messages] == [m.id for m in inst.messages]
+
+
 def _canonical(text: str) -> str:
     fresh = Instance.loads(text)
     fresh.forget_written_text()

@@ -23,6 +23,8 @@ from __future__ import annotations
 import errno
 import functools
 import gc
+import marshal
+import operator
 import os
 import pickle
 import re
@@ -53,7 +55,6 @@ from onellm.instances._parts import (
     opt_str,
     opt_timestamp,
     plain_copy,
-    same,
 )
 from onellm.messages import Message, Timestamp
 from onellm.messages.memo import memo_for, snapshot
@@ -154,6 +155,33 @@ _LISTS = ("pendingApprovals", "compactions", "messages")
 HEADER_KEYS: tuple[str, ...] = (*(key for key, _, _ in _SIMPLE), *_LISTS)
 """Every key the format defines, in the order onellm writes them (unknown keys go before `pendingApprovals`)."""
 
+# The header's values but two (`run_started_at` and `temperature`, which `_signature` takes apart), for `_signature`.
+_HEADER_VALUES = operator.attrgetter(
+    *(attr for _, attr, _ in _SIMPLE if attr not in {"run_started_at", "temperature"}),
+    "extra",
+    "pending_approvals",
+    "compactions",
+)
+
+
+def _written_alike(a: Any, b: Any) -> bool:
+    """True when two plain values are written as the same text: equal values of the same types (`1`, `True` and `1.0`
+    differ), keys in the same order, decimals and floats with the same digits (`1.0` and `1.00` differ, as do `0.0`
+    and `-0.0`)."""
+    kind = type(a)
+    if kind is not type(b):
+        return False
+    if kind is dict:
+        return len(a) == len(b) and all(
+            _written_alike(ka, kb) and _written_alike(va, vb)
+            for (ka, va), (kb, vb) in zip(a.items(), b.items(), strict=True)
+        )
+    if kind is list or kind is tuple:
+        return len(a) == len(b) and all(_written_alike(x, y) for x, y in zip(a, b, strict=True))
+    if kind is Decimal or kind is float:
+        return str(a) == str(b)
+    return bool(a == b)
+
 
 def _data_of(value: Any) -> Any:
     if value is None or isinstance(value, str | bool | int | Decimal | float):
@@ -178,6 +206,11 @@ class _Source:
     messages_line: str | None = None
     prefix: str = ""
     indent: int = 0
+    body: int = 0
+    """Where the message blocks start in `parts` (when `ends` is set)."""
+    ends: tuple[int, ...] | None = None
+    """For each message, where its block ends in `parts`, counted from `body` (a separating newline after it is not
+    counted); None when `parts` was not written block by block (text as it was read)."""
 
 
 @dataclass(kw_only=True, eq=True, repr=False)
@@ -418,17 +451,30 @@ class Instance:
         return out
 
     def _signature(self) -> bytes | None:
-        """Every header value pickled: two equal signatures mean the same header (the same types, values and key
-        order), so a save can skip building and comparing the header's plain data. Pickling looks at the values as
-        they are now, so a container edited in place is seen too. None when a value cannot be pickled."""
-        values = [getattr(self, attr) for _, attr, _ in _SIMPLE]
-        values.append(self.extra)
-        values.append(self.pending_approvals)
-        values.append(self.compactions)
-        values.append("pendingApprovals" in self._empty_lists)
-        values.append("compactions" in self._empty_lists)
+        """Every header value serialized: two equal signatures mean the same header (the same types, values and key
+        order), so a save can skip building and comparing the header's plain data. Serializing looks at the values as
+        they are now, so a container edited in place is seen too. None when a value cannot be serialized."""
+        started = self.run_started_at
+        temperature = self.temperature
+        values = (
+            _HEADER_VALUES(self),
+            # The two header values of a type marshal does not take, as the text they are written as.
+            started.text if type(started) is Timestamp else started,
+            type(started) is Timestamp,
+            str(temperature) if type(temperature) is Decimal else temperature,
+            type(temperature) is Decimal,
+            "pendingApprovals" in self._empty_lists,
+            "compactions" in self._empty_lists,
+        )
         try:
-            return pickle.dumps(values, pickle.HIGHEST_PROTOCOL)
+            # marshal takes only the exact built-in types (no subclass) and writes each with its type: equal bytes mean
+            # equal values of equal types in the same order. Version 2 writes no back-references, whose presence would
+            # depend on reference counts.
+            return b"m" + marshal.dumps(values, 2)  # type: ignore[arg-type]  # marshal refuses other types
+        except ValueError:  # a record, a Decimal, a subclass: pickled
+            pass
+        try:
+            return b"p" + pickle.dumps(values, pickle.HIGHEST_PROTOCOL)
         except Exception:  # an object of any kind may sit in `extra`: the slow comparison takes it
             return None
 
@@ -645,7 +691,7 @@ class Instance:
             header = source.header
         else:
             header = self._header_data()
-            unchanged = source is not None and same(header, source.header)
+            unchanged = source is not None and _written_alike(header, source.header)
         messages = self.messages
         header_text: str | None = None
         changed = self._settle()
@@ -672,12 +718,30 @@ class Instance:
         blocks: dict[int, tuple[Message, str]] = {}
         watched: dict[int, tuple[Message, Any]] = {}
         kept = self._open
+        body = 0
+        ends: list[int] | None = None
         if messages:
             parts.append(messages_line)
             parts.append(prefix)
+            body = len(parts)
+            ends = []
+            # The messages the last save wrote, in the same place and unchanged, keep their pieces as they are: only
+            # the messages after them are looked at (an appended turn, the last message replaced).
+            start = 0
+            if not changed and source is not None and source.ends is not None:
+                for old, msg in zip(source.messages, messages, strict=False):
+                    if old is not msg:
+                        break
+                    start += 1
+                if start:
+                    ends.extend(source.ends[:start])
+                    parts.extend(source.parts[source.body : source.body + ends[-1]])
+                    if start < len(messages) and not parts[-1].endswith("\n"):
+                        parts.append("\n")
             last = len(messages) - 1
             key = ("yaml", indent)
-            for i, msg in enumerate(messages):
+            for i in range(start, len(messages)):
+                msg = messages[i]
                 block = self._block_of(msg)
                 stamp: Any = None
                 if block is None:
@@ -697,8 +761,22 @@ class Instance:
                     )
                 blocks[id(msg)] = (msg, block)
                 parts.append(block)
+                ends.append(len(parts) - body)
                 if i != last and not block.endswith("\n"):
                     parts.append("\n")
+            if start:
+                # Keep what is known of the unchanged messages; forget the messages that left the list.
+                assert source is not None
+                kept_blocks = self._blocks
+                head = messages[:start]
+                for old in source.messages[start:]:
+                    if not any(m is old for m in head):
+                        kept_blocks.pop(id(old), None)
+                        kept.pop(id(old), None)
+                kept_blocks.update(blocks)
+                kept.update(watched)
+                blocks = kept_blocks
+                watched = kept
         elif "messages" in self._empty_lists:
             parts.append("messages: []\n")
             messages_line = "messages: []\n"
@@ -716,6 +794,8 @@ class Instance:
             messages_line=messages_line if messages else None,
             prefix=prefix,
             indent=indent,
+            body=body,
+            ends=None if ends is None else tuple(ends),
         )
         return pieces
 
