@@ -14,8 +14,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from onellm.yamlio import dump_block, dump_document, dump_scalar, load_document, safe_load
-from onellm.yamlio._emit import _TYPED_DIGITS, RESERVED, emit_block, emit_mapping, plain, plain_pattern, scalar
+from onellm.yamlio import _emit, dump_block, dump_document, dump_scalar, load_document, safe_load
+from onellm.yamlio._emit import (
+    _TYPED_DIGITS,
+    RESERVED,
+    decimal_text,
+    emit_block,
+    emit_mapping,
+    plain,
+    plain_pattern,
+    quote,
+    scalar,
+)
 from onellm.yamlio._fast import NotCanonical, parse_block, parse_entries, parse_mapping
 
 TRICKY = [
@@ -115,6 +125,72 @@ def test_what_the_writer_writes_every_loader_reads_back_the_same(data: dict[Any,
     assert safe_load(mapping) == data
     with contextlib.suppress(NotCanonical):
         assert parse_mapping(mapping) == data
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (*_strings(k), *_strings(v))]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return [value] if isinstance(value, str) else []
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(documents, st.sampled_from([0, 2, 4]))
+def test_strings_written_before_are_written_the_same_again(data: dict[Any, Any], indent: int) -> None:
+    # The writer keeps the text of short strings it wrote on one line: whatever wrote them first (a mapping value, a
+    # list item, `scalar`), the text is the one the rules give, and a string that is a literal block stays one.
+    _emit._one_line_cache.clear()
+    first = (emit_block(data, indent), emit_mapping(data), dump_block(data, indent))
+    assert (emit_block(data, indent), emit_mapping(data), dump_block(data, indent)) == first
+    _emit._one_line_cache.clear()
+    for text in _strings(data):
+        scalar(text)
+        emit_block({"k": [text]})
+    assert (emit_block(data, indent), emit_mapping(data), dump_block(data, indent)) == first
+    for text in _strings(data):
+        assert _emit._one_line_cache.get(text, text if plain(text) else quote(text)) == (
+            text if plain(text) else quote(text)
+        )
+
+
+def test_a_cached_string_is_written_by_its_rule_wherever_it_stands() -> None:
+    _emit._one_line_cache.clear()
+
+    class Name(str):
+        pass
+
+    for text, one_line, in_mapping, in_block in [
+        ("entry 0: ok", '"entry 0: ok"', 'k: "entry 0: ok"\n', '- k: "entry 0: ok"\n'),
+        ("2026-11-05", '"2026-11-05"', 'k: "2026-11-05"\n', '- k: "2026-11-05"\n'),
+        ("plain words", "plain words", "k: plain words\n", "- k: plain words\n"),
+        # A literal block as a value, quoted by scalar (one line).
+        ("a\nb", '"a\\nb"', "k: |-\n  a\n  b\n", "- k: |-\n    a\n    b\n"),
+        # Cannot be a literal block: quoted everywhere.
+        (" a\nb", '" a\\nb"', 'k: " a\\nb"\n', '- k: " a\\nb"\n'),
+    ]:
+        for _ in range(2):
+            assert scalar(text) == one_line
+            assert scalar(Name(text)) == one_line
+            assert emit_mapping({"k": text}) == in_mapping
+            assert emit_block({"k": Name(text)}) == in_block
+            assert emit_block({"k": text}) == in_block
+            if "\n" not in text:
+                assert emit_block({"k": [text, Name(text)]}) == f"- k:\n  - {one_line}\n  - {one_line}\n"
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.decimals(allow_nan=False, allow_infinity=False) | st.decimals(places=8, allow_nan=False, allow_infinity=False)
+)
+def test_a_decimal_is_written_in_positional_notation(value: Decimal) -> None:
+    text = decimal_text(value)
+    positional = format(value, "f")
+    if len(positional) <= 100:
+        assert text == positional
+    else:
+        assert "e" in text
+    assert Decimal(text) == value
 
 
 @settings(max_examples=100, deadline=None)

@@ -100,7 +100,8 @@ _POSITIONAL_DIGITS = 100
 
 good_keys: set[str] = set()
 """Plain keys already checked, by the writer or the fast reader."""
-_plain_cache: dict[str, bool] = {}
+_one_line_cache: dict[str, str] = {}
+"""Short one-line strings already written, each with its text (itself when plain, else double-quoted)."""
 
 _dq_encode = msgspec.json.Encoder().encode
 
@@ -157,12 +158,13 @@ def plain(text: str) -> bool:
     )
 
 
-def _plain_ok(text: str) -> bool:
-    found = _plain_cache.get(text)
+def _one_line(text: str) -> str:
+    """A string as written on one line: itself when plain, else double-quoted (short ones kept, by text)."""
+    found = _one_line_cache.get(text)
     if found is None:
-        found = plain(text)
-        if len(text) < 100 and len(_plain_cache) < _CACHE_LIMIT:
-            _plain_cache[text] = found
+        found = text if plain(text) else quote(text)
+        if len(text) < 100 and len(_one_line_cache) < _CACHE_LIMIT:
+            _one_line_cache[text] = found
     return found
 
 
@@ -190,7 +192,9 @@ def decimal_text(value: Decimal) -> str:
     """A `Decimal` as a YAML number that reads back as the same value: positional notation (`0.0000001`), with a
     mantissa point and a signed exponent only when that would be very long; `.inf`, `-.inf`, `.nan` for the others."""
     if value.is_finite():
-        text = format(value, "f")
+        text = str(value)  # positional unless the exponent is positive or the value tiny, and faster than format()
+        if "E" in text:
+            text = format(value, "f")
         if len(text) <= _POSITIONAL_DIGITS:
             return text
         sign, digits, exponent = value.as_tuple()
@@ -205,7 +209,9 @@ def decimal_text(value: Decimal) -> str:
 def scalar(value: Any) -> str:
     """One scalar in canonical form, on one line. Strings that would read as anything else are quoted."""
     if isinstance(value, str):
-        return value if _plain_ok(value) else quote(value)
+        if type(value) is str and "\n" not in value:
+            return _one_line(value)
+        return value if plain(value) else quote(value)
     if value is None:
         return "null"
     if value is True:
@@ -288,9 +294,7 @@ def _after_key(value: Any, indent: int, out: list[str], seq: int) -> None:
             out.append(": |\n" if value.endswith("\n") else ": |-\n")
             _body(value, indent + 2, out)
         else:
-            out.append(": ")
-            out.append(value if _plain_ok(value) else quote(value))
-            out.append("\n")
+            out.append(": " + (_one_line(value) if kind is str else scalar(value)) + "\n")
     elif kind is dict or (kind is not list and isinstance(value, Mapping)):
         if value:
             out.append(":\n")
@@ -304,9 +308,7 @@ def _after_key(value: Any, indent: int, out: list[str], seq: int) -> None:
         else:
             out.append(": []\n")
     else:
-        out.append(": ")
-        out.append(scalar(value))
-        out.append("\n")
+        out.append(": " + scalar(value) + "\n")
 
 
 def _mapping(data: Mapping[Any, Any], indent: int, out: list[str], first: str | None, seq: int) -> None:
@@ -314,27 +316,40 @@ def _mapping(data: Mapping[Any, Any], indent: int, out: list[str], first: str | 
     lead = pad if first is None else first
     good = good_keys
     scalars = _SCALAR_TEXT
-    plain_known = _plain_cache
+    known = _one_line_cache
     for key, value in data.items():
-        out.append(lead)
+        head = lead + key if key in good else lead + key_text(key, pad)  # a key checked before is written as it is
         lead = pad
-        out.append(key if key in good else key_text(key, pad))  # a key checked before is written as it is
-        # The common cases inline: a number, a flag or null, and a one-line string already known to be plain.
+        # The common cases in one line: a one-line string written before, a number, a flag or null.
         kind = type(value)
-        text_of = scalars.get(kind)
-        if text_of is not None:
-            out.append(": " + text_of(value) + "\n")
-        elif kind is str and plain_known.get(value) is True:
-            out.append(": " + value + "\n")
+        if kind is str:
+            text = known.get(value)
+            if text is not None:
+                out.append(f"{head}: {text}\n")
+                continue
         else:
-            _after_key(value, indent, out, seq)
+            text_of = scalars.get(kind)
+            if text_of is not None:
+                out.append(f"{head}: {text_of(value)}\n")
+                continue
+        out.append(head)
+        _after_key(value, indent, out, seq)
 
 
 def _sequence(items: list[Any] | tuple[Any, ...], indent: int, out: list[str], seq: int) -> None:
     pad = " " * indent
+    dash = pad + "- "
     for item in items:
-        if (type(item) is dict or isinstance(item, Mapping)) and item:
-            _mapping(item, indent + 2, out, pad + "- ", seq)
+        kind = type(item)
+        if kind is dict:
+            if item:
+                _mapping(item, indent + 2, out, dash, seq)
+                continue
+        elif kind is str and "\n" not in item:
+            out.append(dash + _one_line(item) + "\n")
+            continue
+        if isinstance(item, Mapping) and item:
+            _mapping(item, indent + 2, out, dash, seq)
         elif isinstance(item, list | tuple) and item:
             out.append(pad + "-\n")
             _sequence(item, indent + 2, out, seq)
@@ -342,7 +357,7 @@ def _sequence(items: list[Any] | tuple[Any, ...], indent: int, out: list[str], s
             out.append(pad + ("- |\n" if item.endswith("\n") else "- |-\n"))
             _body(item, indent + 2, out)
         else:
-            out.append(pad + "- " + dump_scalar(item) + "\n")
+            out.append(dash + dump_scalar(item) + "\n")
 
 
 def emit_mapping(data: Mapping[Any, Any], indent: int = 0) -> str:
