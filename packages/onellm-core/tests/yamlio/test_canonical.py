@@ -179,6 +179,16 @@ def test_a_cached_string_is_written_by_its_rule_wherever_it_stands() -> None:
                 assert emit_block({"k": [text, Name(text)]}) == f"- k:\n  - {one_line}\n  - {one_line}\n"
 
 
+def test_a_key_written_before_is_written_by_its_rule_again() -> None:
+    _emit._quoted_keys.clear()
+    for _ in range(2):
+        assert emit_mapping({"n": 1, "yes": 2, "a b": 3, "plain": 4}) == '"n": 1\n"yes": 2\n"a b": 3\nplain: 4\n'
+        assert emit_block({1: "a", None: "b", 1.5: "c"}) == "- 1: a\n  null: b\n  1.5: c\n"
+        assert emit_block({True: "a", "1": "b"}) == '- true: a\n  "1": b\n'
+        long = "k " * 600
+        assert emit_block({long: 1}).startswith(f'- ? "{long}"\n  : 1')
+
+
 @settings(max_examples=500, deadline=None)
 @given(
     st.decimals(allow_nan=False, allow_infinity=False) | st.decimals(places=8, allow_nan=False, allow_infinity=False)

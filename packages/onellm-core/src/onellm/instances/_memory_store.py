@@ -9,6 +9,7 @@ long conversation copies nothing of it; the pieces are joined when the text is r
 from __future__ import annotations
 
 import builtins
+import operator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -23,12 +24,38 @@ from onellm.instances._store import InstanceLease, InstanceQuery, InstanceSummar
 
 __all__ = ["MemoryInstanceStore"]
 
+_SUMMARY_FIELDS = operator.attrgetter(
+    "id", "name", "state", "model", "agent_definition", "caller_instance_id", "spawner_instance_id"
+)
+
 
 @dataclass(slots=True)
 class _Entry:
     parts: tuple[str, ...]
     """The text in the pieces the instance wrote it in (blocks shared with the instance), joined when read."""
-    summary: InstanceSummary
+    header: tuple[str | None, ...]
+    """The instance's id, name, state, model, agent definition, caller and spawner when saved, for `summary`."""
+    modified_at: datetime
+    _summary: InstanceSummary | None = None
+
+    @property
+    def summary(self) -> InstanceSummary:
+        """What `list` reports, made when first asked for."""
+        found = self._summary
+        if found is None:
+            instance_id, name, state, model, definition, caller, spawner = self.header
+            assert instance_id is not None
+            found = self._summary = InstanceSummary(
+                id=instance_id,
+                name=name,
+                state=state,
+                model=model,
+                agent_definition=definition,
+                caller_instance_id=caller,
+                spawner_instance_id=spawner,
+                modified_at=self.modified_at,
+            )
+        return found
 
     @property
     def text(self) -> str:
@@ -99,17 +126,7 @@ class MemoryInstanceStore:
         """Blocking form of `save` (it never blocks: the store is in memory)."""
         instance_id = validate_instance_id(instance.id)
         parts = instance.dump_parts()
-        summary = InstanceSummary(
-            id=instance_id,
-            name=instance.name,
-            state=instance.state,
-            model=instance.model,
-            agent_definition=instance.agent_definition,
-            caller_instance_id=instance.caller_instance_id,
-            spawner_instance_id=instance.spawner_instance_id,
-            modified_at=self._now(),
-        )
-        self._items[instance_id] = _Entry(parts, summary)
+        self._items[instance_id] = _Entry(parts, _SUMMARY_FIELDS(instance), self._now())
 
     async def load(self, instance_id: str) -> Instance | None:
         return self.load_sync(instance_id)

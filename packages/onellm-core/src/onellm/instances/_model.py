@@ -12,8 +12,10 @@ whole by the general loader, and a file with an error is walked once more on the
 its line and column.
 
 **Saving cheaply.** The instance remembers the text of every message it read or wrote, keyed by the message object.
-A save writes the header again (or reuses its text when it did not change) and reuses the text of every message it has
-seen, so appending a turn to a long conversation costs the new turn plus the file write. This relies on the rule of
+A save writes the header again (or reuses its text when it did not change: a `marshal` dump of its values tells,
+containers edited in place included) and reuses the text of every message it has seen; the leading messages the last
+save wrote, still in their places, are taken over in one piece without being looked at one by one. So appending a turn
+to a long conversation costs the new turn plus the file write. This relies on the rule of
 the format that messages are immutable once appended: to change a message, put a new `Message` object in its place
 (for example `msgspec.structs.replace(old, ...)`), do not edit the old one in place.
 """

@@ -102,6 +102,8 @@ good_keys: set[str] = set()
 """Plain keys already checked, by the writer or the fast reader."""
 _one_line_cache: dict[str, str] = {}
 """Short one-line strings already written, each with its text (itself when plain, else double-quoted)."""
+_quoted_keys: dict[str, str] = {}
+"""Short string keys already written that are not plain keys (`"n"`, `"yes"`, `"a b"`), each with its text."""
 
 _dq_encode = msgspec.json.Encoder().encode
 
@@ -311,6 +313,18 @@ def _after_key(value: Any, indent: int, out: list[str], seq: int) -> None:
         out.append(": " + scalar(value) + "\n")
 
 
+def _key(key: Any, pad: str) -> str:
+    """`key_text`, kept for short string keys."""
+    if type(key) is not str:
+        return key_text(key, pad)
+    found = _quoted_keys.get(key)
+    if found is None:
+        found = key_text(key, pad)
+        if len(key) < 100 and len(_quoted_keys) < _CACHE_LIMIT:
+            _quoted_keys[key] = found
+    return found
+
+
 def _mapping(data: Mapping[Any, Any], indent: int, out: list[str], first: str | None, seq: int) -> None:
     pad = " " * indent
     lead = pad if first is None else first
@@ -318,7 +332,7 @@ def _mapping(data: Mapping[Any, Any], indent: int, out: list[str], first: str | 
     scalars = _SCALAR_TEXT
     known = _one_line_cache
     for key, value in data.items():
-        head = lead + key if key in good else lead + key_text(key, pad)  # a key checked before is written as it is
+        head = lead + key if key in good else lead + _key(key, pad)  # a key checked before is written as it is
         lead = pad
         # The common cases in one line: a one-line string written before, a number, a flag or null.
         kind = type(value)
