@@ -15,9 +15,9 @@ its line and column.
 A save writes the header again (or reuses its text when it did not change: a `marshal` dump of its values tells,
 containers edited in place included) and reuses the text of every message it has seen; the leading messages the last
 save wrote, still in their places, are taken over in one piece without being looked at one by one. So appending a turn
-to a long conversation costs the new turn plus the file write. This relies on the rule of
-the format that messages are immutable once appended: to change a message, put a new `Message` object in its place
-(for example `msgspec.structs.replace(old, ...)`), do not edit the old one in place.
+to a long conversation costs the new turn plus the file write. This relies on the rule of the format that messages
+are immutable once appended: to change a message, put a new `Message` object in its place (for example
+`msgspec.structs.replace(old, ...)`), do not edit the old one in place.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from __future__ import annotations
 import errno
 import functools
 import gc
+import itertools
 import marshal
 import operator
 import os
@@ -701,7 +702,7 @@ class Instance:
             if (
                 not changed
                 and len(messages) == len(source.messages)
-                and all(a is b for a, b in zip(messages, source.messages, strict=True))
+                and all(map(operator.is_, messages, source.messages))
             ):
                 return source.parts
             header_text = source.header_text
@@ -731,10 +732,8 @@ class Instance:
             # the messages after them are looked at (an appended turn, the last message replaced).
             start = 0
             if not changed and source is not None and source.ends is not None:
-                for old, msg in zip(source.messages, messages, strict=False):
-                    if old is not msg:
-                        break
-                    start += 1
+                same = list(map(operator.is_, source.messages, messages))
+                start = same.index(False) if False in same else len(same)
                 if start:
                     ends.extend(source.ends[:start])
                     parts.extend(source.parts[source.body : source.body + ends[-1]])
@@ -772,7 +771,7 @@ class Instance:
                 kept_blocks = self._blocks
                 head = messages[:start]
                 for old in source.messages[start:]:
-                    if not any(m is old for m in head):
+                    if not any(map(operator.is_, head, itertools.repeat(old))):
                         kept_blocks.pop(id(old), None)
                         kept.pop(id(old), None)
                 kept_blocks.update(blocks)
