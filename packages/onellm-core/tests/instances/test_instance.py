@@ -257,6 +257,20 @@ def test_a_hand_written_header_keeps_its_comments_while_unchanged() -> None:
     assert inst.dumps() == text + "- id: b\n  user:\n  - text: next\n"
 
 
+def test_a_header_is_unchanged_while_its_values_are_equal_whatever_objects_hold_them() -> None:
+    import sys
+
+    text = "# notes\ninstanceId: h\nname: Some name  # kept\ntemperature: 0.5\nmetadata:\n  k:\n  - 1\n  - x\nmessages: []\n"
+    inst = Instance.loads(text)
+    assert inst.name is not None
+    assert inst.metadata is not None
+    sys.intern(inst.name)  # interned in place, or an equal interned string is found
+    inst.name = sys.intern("".join(["Some ", "name"]))
+    inst.temperature = Decimal("0.5")  # a new object, equal and written alike
+    inst.metadata = {"k": [1, "".join("x")]}
+    assert inst.dumps() is text
+
+
 def test_every_header_edit_shows_in_the_next_save_even_one_equal_by_value() -> None:
     # A save reuses the header text while the header is unchanged; these edits change it without a new attribute
     # value, or to a value Python calls equal that is written differently.

@@ -471,9 +471,9 @@ class Instance:
         )
         try:
             # marshal takes only the exact built-in types (no subclass) and writes each with its type: equal bytes mean
-            # equal values of equal types in the same order. Version 2 writes no back-references, whose presence would
-            # depend on reference counts.
-            return b"m" + marshal.dumps(values, 2)  # type: ignore[arg-type]  # marshal refuses other types
+            # equal values of equal types in the same order. Version 0 writes a string the same whether it is interned
+            # or not, and no back-references (whose presence would depend on reference counts).
+            return b"m" + marshal.dumps(values, 0)  # type: ignore[arg-type]  # marshal refuses other types
         except ValueError:  # a record, a Decimal, a subclass: pickled
             pass
         try:
