@@ -107,3 +107,51 @@ def test_onellm_shape_files_are_what_onellm_writes() -> None:
         inst = Instance.load(path)
         fresh = Instance.from_data(inst.to_data())
         assert fresh.dumps() == path.read_text(encoding="utf-8"), path.name
+
+
+@pytest.mark.parametrize("path", VALID, ids=lambda p: p.name)
+def test_the_memory_store_keeps_what_a_file_store_writes_whatever_happens_after(path: Path, tmp_path: Path) -> None:
+    # Each file goes through a run's kind of saves; after each, both stores hold the same text, and edits made to the
+    # instance after a save (an open message completed in place, the header edited in place) show in neither until the
+    # next save.
+    from onellm.instances import FileInstanceStore, MemoryInstanceStore
+    from onellm.messages import Message, TextPart, ToolCall
+
+    inst = Instance.load(path)
+    inst.id = inst.id or "corpus"
+    memory = MemoryInstanceStore()
+    files = FileInstanceStore(tmp_path / "store", durable=False)
+
+    def saved() -> str:
+        memory.save_sync(inst)
+        files.save_sync(inst)
+        return check()
+
+    def check() -> str:
+        assert inst.id is not None
+        text = files.path_of(inst.id).read_bytes().decode("utf-8")
+        assert memory.text_of(inst.id) == text
+        loaded = memory.load_sync(inst.id)
+        assert loaded is not None
+        assert loaded.to_data() == Instance.loads(text).to_data()
+        return text
+
+    saved()
+    pending = Message(id="open", tool_calls=[ToolCall(id="c9", tool="t", inputs={"n": 1})])
+    inst.messages.append(pending)
+    text = saved()
+    pending.tool_calls[0].result = [TextPart(text="done in place")]  # the open message completed in place
+    assert check() == text
+    text = saved()
+    assert "done in place" in text
+    inst.extra.setdefault("notes", []).append("x")  # the header edited in place
+    inst.metadata = inst.metadata or {}
+    inst.metadata["k"] = 1
+    assert check() == text
+    text = saved()
+    assert "notes:" in text
+    inst.messages[-1] = Message(id="answer", assistant=[TextPart(text="fine")])
+    saved()
+    inst.messages.pop()
+    inst.state = "waiting"
+    saved()
