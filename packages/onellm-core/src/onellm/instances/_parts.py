@@ -114,19 +114,6 @@ def plain_copy(value: Any) -> Any:
     return value
 
 
-def same(a: Any, b: Any) -> bool:
-    """Equality of plain values that also compares types (`1`, `True` and `1.0` differ), and key order."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        if len(a) != len(b):
-            return False
-        return all(ka == kb and same(va, vb) for (ka, va), (kb, vb) in zip(a.items(), b.items(), strict=True))
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
-
-
 def _extra(data: Mapping[str, Any], known: frozenset[str]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k not in known and v is not None}
 
