@@ -287,6 +287,8 @@ class AgentRun(Generic[T]):
         self._model: ResolvedModel | None = None
         self._provider: Any = None
         self._scope_data: dict[str, Any] | None = None
+        self._scope_inputs: dict[str, Any] | None = None
+        """The caller's inputs of a new run, until its template data is made from them."""
         self._workdir: Path | None = None
         self._inbox: deque[_Inbound] = deque()
         self._events: deque[AgentEvent] = deque()
@@ -765,6 +767,7 @@ class AgentRun(Generic[T]):
         if loaded is not None:
             self._instance = loaded
             self._scope_data = None
+            self._scope_inputs = None
 
     def _flush(self) -> Iterator[AgentEvent]:
         events = self._events
@@ -902,11 +905,19 @@ class AgentRun(Generic[T]):
 
             setup = self._setup
             assert setup is not None
-            inputs = self._opening.inputs if self._opening is not None else dict(self._instance.inputs or {})
+            if self._opening is not None:
+                inputs = self._opening.inputs
+            elif self._scope_inputs is not None:
+                inputs = self._scope_inputs
+            else:
+                inputs = dict(self._instance.inputs or {})
             data = self._scope_data = template_scope(self._services, setup.definition, inputs)
+            self._scope_inputs = None
         return data
 
     def _render(self, text: str, what: str) -> str:
+        if "{{" not in text:  # no action: the text is its own rendering, and no scope is needed
+            return text
         from onellm.templating import FileEmbedSource
         from onellm.templating import render as render_template
 
@@ -953,7 +964,9 @@ class AgentRun(Generic[T]):
 
         opening = self._opening
         assert opening is not None
-        self._template_scope()  # made from the caller's own inputs (assets with their bytes), not the saved copy
+        # The template data is made when a template first needs it, from the caller's own inputs (assets with their
+        # bytes), not the saved copy.
+        self._scope_inputs = opening.inputs
         self._opening = None
         setup = self._setup
         assert setup is not None
