@@ -20,6 +20,7 @@ the turn with the results in call order. See `_state` for what a resumed run che
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
@@ -770,6 +771,8 @@ class AgentRun(Generic[T]):
             self._scope_inputs = None
 
     def _flush(self) -> Iterator[AgentEvent]:
+        """The queued events, oldest first (the turn loop looks at `_events` first: a run nobody follows queues
+        none, and skips making this generator)."""
         events = self._events
         while events:
             yield events.popleft()
@@ -1152,8 +1155,9 @@ class AgentRun(Generic[T]):
             if self._inbox:
                 await self._save_if_dirty()  # a plain answer the loop goes on from is saved before what follows
                 await self._deliver()
-                for event in self._flush():
-                    yield event
+                if self._events:
+                    for event in self._flush():
+                        yield event
             if not self._needs_turn():
                 return
             if self._iterations >= setup.max_iterations:
@@ -1163,20 +1167,23 @@ class AgentRun(Generic[T]):
                 raise _Cancelled
             if setup.definition.context_strategy is not None:
                 await self._maybe_compact()
-                for event in self._flush():
-                    yield event
+                if self._events:
+                    for event in self._flush():
+                        yield event
             turn = self._turn_message()
             self._iterations += 1
             self._turns += 1
             if self._listen:
                 self._emit(TurnStarted(instance_id=self._instance.id, turn=self._turns, message_id=turn.id))
-                for event in self._flush():
-                    yield event
+                if self._events:
+                    for event in self._flush():
+                        yield event
             answer = await self._model_turn(turn)
             message = answer.message
             await self._after_answer(answer)
-            for event in self._flush():
-                yield event
+            if self._events:
+                for event in self._flush():
+                    yield event
             message = self._instance.messages[-1]
             if not message.tool_calls:
                 continue
@@ -1185,8 +1192,9 @@ class AgentRun(Generic[T]):
                 yield event
             self._finish(plan)
             await self._save()
-            for event in self._flush():
-                yield event
+            if self._events:
+                for event in self._flush():
+                    yield event
 
     def _needs_turn(self) -> bool:
         inst = self._instance
@@ -1216,22 +1224,19 @@ class AgentRun(Generic[T]):
     def _turn_message(self) -> Message:
         """The message the next answer goes into: the waiting user message (a fresh copy, since it may already be
         saved and messages are immutable once written), else a new one."""
-        from onellm.runtime import new_message_id
-
         inst = self._instance
         last = inst.messages[-1]
         if last.user and not last.assistant and not last.tool_calls:
             turn = _clone(last)
             inst.messages[-1] = turn
             return turn
-        turn = Message(id=new_message_id(), date_time=self._services.now())
+        turn = Message(id=_runtime().new_message_id(), date_time=self._services.now())
         inst.messages.append(turn)
         return turn
 
     async def _model_turn(self, turn: Message) -> AskResult[Any]:
         """One model call, with the hooks around it and `Runtime.agent_retry` for transient failures."""
-        from onellm.runtime import ModelCall
-
+        model_call = _runtime().ModelCall
         services = self._services
         setup = self._setup
         assert setup is not None
@@ -1246,7 +1251,7 @@ class AgentRun(Generic[T]):
             raise _Cancelled
         attempt = 0
         while True:
-            call = ModelCall(
+            call = model_call(
                 self._turn_services,
                 self._model,
                 self._provider,
@@ -1467,14 +1472,15 @@ class AgentRun(Generic[T]):
         """Decide every unanswered call of `plan.message` (hooks, approvals), then run the ones that run now."""
         self._plan = plan
         await self._decide_calls(plan)
-        for event in self._flush():
-            yield event
+        if self._events:
+            for event in self._flush():
+                yield event
         async for event in self._run_jobs(plan):
             yield event
 
     async def _decide_calls(self, plan: _Plan) -> None:
-        from onellm.tools import ToolResult, restore_optional_nulls
-
+        tools_module = _tools()
+        restore_optional_nulls = tools_module.restore_optional_nulls
         setup = self._setup
         assert setup is not None
         inst = self._instance
@@ -1488,10 +1494,12 @@ class AgentRun(Generic[T]):
             early: ToolResult | None = None
             inputs: dict[str, Any] = call.inputs
             if tool is None:
-                early = ToolResult.error(_unknown(call.tool, tools))
+                early = tools_module.ToolResult.error(_unknown(call.tool, tools))
             elif call.invalid_inputs is not None:
                 shown = call.invalid_inputs if len(call.invalid_inputs) <= 200 else call.invalid_inputs[:200] + "..."
-                early = ToolResult.error(f"The arguments of tool '{call.tool}' are not a JSON object: {shown}")
+                early = tools_module.ToolResult.error(
+                    f"The arguments of tool '{call.tool}' are not a JSON object: {shown}"
+                )
             else:
                 inputs = restore_optional_nulls(call.inputs, tool.input_schema)
                 held: tuple[str | None, str] | None = None
@@ -1511,7 +1519,9 @@ class AgentRun(Generic[T]):
                     )
                     inputs = ctx.inputs
                     if isinstance(decision, Block):
-                        early = ToolResult.error(f"A hook blocked this call: {decision.reason or 'no reason given'}")
+                        early = tools_module.ToolResult.error(
+                            f"A hook blocked this call: {decision.reason or 'no reason given'}"
+                        )
                     elif isinstance(decision, Respond):
                         early = as_tool_result(decision.result if decision.result is not None else decision.text)
                     elif isinstance(decision, RequireApproval):
@@ -1575,23 +1585,27 @@ class AgentRun(Generic[T]):
             if listen:
                 for job in jobs:
                     self._emit(_started(inst.id, job))
-                for event in self._flush():
-                    yield event
+                if self._events:
+                    for event in self._flush():
+                        yield event
             await self._step(self._run_parallel, jobs)
             for job in jobs:
                 await self._job_done(plan, job)
-            for event in self._flush():
-                yield event
+            if self._events:
+                for event in self._flush():
+                    yield event
             return
         for job in jobs:
             if listen:
                 self._emit(_started(inst.id, job))
-                for event in self._flush():
-                    yield event
+                if self._events:
+                    for event in self._flush():
+                        yield event
             await self._step(self._run_job, job)
             await self._job_done(plan, job)
-            for event in self._flush():
-                yield event
+            if self._events:
+                for event in self._flush():
+                    yield event
 
     async def _step(self, fn: Callable[..., Any], arg: Any) -> None:
         """Run one step under a cancel scope `cancel()` can reach (the drive's, when nobody follows the events)."""
@@ -1644,12 +1658,12 @@ class AgentRun(Generic[T]):
         job.result = result
 
     async def _job_done(self, plan: _Plan, job: _Job) -> None:
-        from onellm.tools.builtin.agent import ask_user_request
-
         result = job.result
         assert result is not None
         index = job.index
-        if job.tool.name == _ASK_USER and not result.is_error and any(ask_user_request(p) for p in result.parts):
+        if job.tool.name == _ASK_USER and not result.is_error and _asks_the_user(result):
+            from onellm.tools.builtin.agent import ask_user_request
+
             if plan.asked is None and self._instance.ask_user is None:
                 plan.asked = index
                 if self._listen:
@@ -1675,9 +1689,7 @@ class AgentRun(Generic[T]):
             await self._costed(Cost.of(result.cost_lines), job.call.id)
 
     def _tool_context(self, call: ToolCall | None, tool: Tool[..., Any] | None, *, approved: bool = False) -> Any:
-        from onellm.tools import ToolContext
-
-        return ToolContext(
+        return _tools().ToolContext(
             capabilities=self._caps,
             working_directory=self._workdir,
             instance_id=self._instance.id,
@@ -2053,7 +2065,8 @@ class AgentRun(Generic[T]):
             state = "waiting"
         await self._set_state(state)
         await self._save_if_dirty()
-        await self._record(self._run_record("stopped", state))
+        if self._services.recording:
+            await self._record(self._run_record("stopped", state))
         if self._listen and state == "waiting_for_approval":
             # Told only now, at rest: whoever follows the events may approve at once.
             for entry in inst.pending_approvals:
@@ -2363,6 +2376,29 @@ class AgentRun(Generic[T]):
 
 
 # ----------------------------------------------------------------------------------------------------- helpers
+
+
+@functools.cache
+def _runtime() -> Any:
+    """`onellm.runtime`, imported on first use (a name imported from a package in a function costs a lookup each
+    time)."""
+    import onellm.runtime
+
+    return onellm.runtime
+
+
+@functools.cache
+def _tools() -> Any:
+    """`onellm.tools`, imported on first use."""
+    import onellm.tools
+
+    return onellm.tools
+
+
+def _asks_the_user(result: ToolResult) -> bool:
+    from onellm.tools.builtin.agent import ask_user_request
+
+    return any(ask_user_request(p) for p in result.parts)
 
 
 def _clone(value: _M) -> _M:

@@ -9,6 +9,7 @@ results whose text the model reads. Cancellation of the caller is not a failure 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import re
 import types
@@ -541,6 +542,7 @@ class Tool(Generic[P, R]):
         return ToolResult(parts=to_parts(value), is_error=False, cost_lines=cost_lines, value=value)
 
 
+@functools.cache
 def _part_types() -> tuple[type, ...]:
     import onellm.messages as messages
 
@@ -551,21 +553,28 @@ def _part_types() -> tuple[type, ...]:
     return tuple(m for m in members if isinstance(m, type))
 
 
+@functools.cache
+def _messages() -> Any:
+    """`onellm.messages`, imported on first use."""
+    import onellm.messages
+
+    return onellm.messages
+
+
 def to_parts(value: Any) -> list[Part]:
     """The content of a tool's return value: `None` → none, `str` → one text part, parts → those parts, anything else →
     one JSON part. Raises `TypeError` for a value with no JSON form."""
-    from onellm.messages import JsonPart, TextPart
-
     if value is None:
         return []
+    messages = _messages()
     if isinstance(value, str):
-        return [TextPart(text=value)]
+        return [messages.TextPart(text=value)]
     kinds = _part_types()
     if kinds and isinstance(value, kinds):
         return [typing.cast("Part", value)]
     if kinds and isinstance(value, list | tuple) and value and all(isinstance(v, kinds) for v in value):
         return list(value)
-    return [JsonPart(json=to_json_value(value))]
+    return [messages.JsonPart(json=to_json_value(value))]
 
 
 @overload
