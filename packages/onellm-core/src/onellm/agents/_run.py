@@ -1188,8 +1188,11 @@ class AgentRun(Generic[T]):
             if not message.tool_calls:
                 continue
             plan = _Plan(message)
-            async for event in self._tool_phase(plan):
-                yield event
+            if self._following:
+                async for event in self._tool_phase(plan):
+                    yield event
+            else:
+                await self._quiet_tool_phase(plan)
             self._finish(plan)
             await self._save()
             if self._events:
@@ -1478,6 +1481,29 @@ class AgentRun(Generic[T]):
         async for event in self._run_jobs(plan):
             yield event
 
+    async def _quiet_tool_phase(self, plan: _Plan) -> None:
+        """`_tool_phase` for a drive nobody follows (no event is queued, a sink is still told): the same steps as a
+        coroutine, without the generators."""
+        self._plan = plan
+        await self._decide_calls(plan)
+        jobs = plan.jobs
+        if not jobs:
+            return
+        listen = self._listen
+        if plan.parallel:
+            if listen:
+                for job in jobs:
+                    self._emit(_started(self._instance.id, job))
+            await self._step(self._run_parallel, jobs)
+            for job in jobs:
+                await self._job_done(plan, job)
+            return
+        for job in jobs:
+            if listen:
+                self._emit(_started(self._instance.id, job))
+            await self._step(self._run_job, job)
+            await self._job_done(plan, job)
+
     async def _decide_calls(self, plan: _Plan) -> None:
         tools_module = _tools()
         restore_optional_nulls = tools_module.restore_optional_nulls
@@ -1501,7 +1527,7 @@ class AgentRun(Generic[T]):
                     f"The arguments of tool '{call.tool}' are not a JSON object: {shown}"
                 )
             else:
-                inputs = restore_optional_nulls(call.inputs, tool.input_schema)
+                inputs = _restored(call.inputs, tool.input_schema, restore_optional_nulls)
                 held: tuple[str | None, str] | None = None
                 if tool.requires_approval:
                     held = (f"tool '{tool.name}' needs a person's approval for each call", "tool")
@@ -2393,6 +2419,20 @@ def _tools() -> Any:
     import onellm.tools
 
     return onellm.tools
+
+
+_SCALARS = frozenset({str, int, float, bool})
+
+
+def _restored(inputs: dict[str, Any], schema: Mapping[str, Any], restore: Callable[..., Any]) -> Any:
+    """`restore_optional_nulls(inputs, schema)`: for a flat object with no null (nothing to restore), the copy it
+    would make, made at once."""
+    if type(inputs) is dict and type(schema.get("properties")) is dict:
+        for value in inputs.values():
+            if type(value) not in _SCALARS:
+                return restore(inputs, schema)
+        return dict(inputs)
+    return restore(inputs, schema)
 
 
 def _asks_the_user(result: ToolResult) -> bool:

@@ -462,13 +462,14 @@ class Tool(Generic[P, R]):
 
     def convert_arguments(self, arguments: Mapping[str, Any] | str | bytes) -> dict[str, Any]:
         """The converted arguments by parameter name; raises `ArgumentError` naming the path of the first bad one."""
-        if isinstance(arguments, str | bytes):
-            try:
-                arguments = msgspec.json.decode(arguments)
-            except msgspec.DecodeError as exc:
-                raise ArgumentError(f"text is not valid JSON: {exc}") from None
-        if not isinstance(arguments, Mapping):
-            raise ArgumentError(f"must be a JSON object, not {type(arguments).__name__}")
+        if type(arguments) is not dict:  # a dict (decoded JSON) nearly always
+            if isinstance(arguments, str | bytes):
+                try:
+                    arguments = msgspec.json.decode(arguments)
+                except msgspec.DecodeError as exc:
+                    raise ArgumentError(f"text is not valid JSON: {exc}") from None
+            if not isinstance(arguments, Mapping):
+                raise ArgumentError(f"must be a JSON object, not {type(arguments).__name__}")
         if self._arguments is None:
             return dict(arguments)
         converted = self._arguments.converter(arguments)
@@ -529,7 +530,7 @@ class Tool(Generic[P, R]):
             import anyio.to_thread
 
             value = await anyio.to_thread.run_sync(self._handler, values, ctx, abandon_on_cancel=True)
-        while inspect.isawaitable(value):
+        while type(value) not in _PLAIN_VALUES and inspect.isawaitable(value):
             value = await value
         return value
 
@@ -551,6 +552,10 @@ def _part_types() -> tuple[type, ...]:
         return ()
     members = typing.get_args(part) or (part,)
     return tuple(m for m in members if isinstance(m, type))
+
+
+_PLAIN_VALUES: Final = frozenset({str, dict, list, int, float, bool, type(None)})
+"""Types a tool returns that are never awaitable (`Tool._run` asks no more of them)."""
 
 
 @functools.cache
