@@ -132,7 +132,7 @@ class _Job:
     duration_ms: int | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class _Plan:
     """The calls of one message being answered, and what became of each."""
 
@@ -316,6 +316,8 @@ class AgentRun(Generic[T]):
         self._result: AgentResult[T] | None = None
         self._warnings: list[CallWarning] = list(setup.warnings) if setup is not None else []
         self._group: anyio.abc.TaskGroup | None = None
+        self._group_used = False
+        """A task was started in `_group` (cancelled as the drive ends: timers that did not fire)."""
         self._driving: dict[str, AgentRun[Any]] = {}
         self._tasks: set[Any] = set()
         """Children this run's drive is driving now, by instance id."""
@@ -558,10 +560,19 @@ class AgentRun(Generic[T]):
                         yield event
                 finally:
                     await self._stop_tasks()
+            elif not self._may_spawn():
+                # Only the agent tools start tasks beside the drive: a run without them needs no task group (nor its
+                # closing checkpoint); anything started anyway runs as a task of its own, stopped as the drive ends.
+                try:
+                    async for _ in self._drive_loop(listen=False):
+                        pass
+                finally:
+                    await self._stop_tasks()
             else:
                 # Children started with run_agent_async (and monitor timers) run as tasks of this group: the drive
                 # ends once this run and every child it drives are at rest.
                 failure: BaseException | None = None
+                self._group_used = False
                 async with anyio.create_task_group() as group:
                     self._group = group
                     try:
@@ -571,7 +582,8 @@ class AgentRun(Generic[T]):
                         failure = exc
                     finally:
                         self._group = None
-                        group.cancel_scope.cancel()  # timers of monitors that did not fire; children on failure
+                        if self._group_used:
+                            group.cancel_scope.cancel()  # timers of monitors that did not fire; children on failure
                 if failure is not None:
                     raise failure
         finally:
@@ -717,10 +729,20 @@ class AgentRun(Generic[T]):
             for event in self._flush():
                 yield event
 
+    def _may_spawn(self) -> bool:
+        """Whether this drive may start tasks beside it: children and monitor timers are started by the agent tools
+        alone, so a run whose tools are known, none of them an agent tool, starts none."""
+        setup = self._setup
+        if setup is None or self._driving or self._tasks:
+            return True
+        return self._runtime is not None and any(name in _AGENT_TOOLS for name in setup.tools)
+
     def _spawn(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Run `fn(*args)` beside this drive: in its task group, or (a followed drive) as a task of its own."""
+        """Run `fn(*args)` beside this drive: in its task group, or (a followed drive, or one without agent tools)
+        as a task of its own."""
         group = self._group
         if group is not None:
+            self._group_used = True
             group.start_soon(fn, *args)
             return
         import asyncio
@@ -1203,7 +1225,7 @@ class AgentRun(Generic[T]):
         inst = self._instance
         if not inst.messages or inst.ask_user is not None:
             return False
-        if any(not e.decided for e in inst.pending_approvals):
+        if inst.pending_approvals and any(not e.decided for e in inst.pending_approvals):
             return False
         last = inst.messages[-1]
         if last.tool_calls:
