@@ -591,8 +591,9 @@ class AgentRun(Generic[T]):
             self._listen = self._following = False
             self._sink = None
             self._events.clear()
-            with anyio.CancelScope(shield=True):
-                await self._release()
+            if self._lease is not None:  # nothing to give back without one (a store without leases)
+                with anyio.CancelScope(shield=True):
+                    await self._release()
             self._wake()
             if hub is not None or self._runtime is not None:
                 self._rested()
