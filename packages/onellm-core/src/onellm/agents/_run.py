@@ -1788,7 +1788,7 @@ class AgentRun(Generic[T]):
             from onellm.instances import AskUser
 
             inst.ask_user = AskUser(tool_call_id=finished.tool_calls[plan.asked].id, message_id=finished.id)
-        if results:
+        if results and self._services.recording:  # the records of the step, written with the next save
             for i in results:
                 self._later_record("toolCall", (finished.tool_calls[i], plan.durations.get(i)))
             ending = self._ending_call(finished)
