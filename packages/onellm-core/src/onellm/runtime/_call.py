@@ -131,8 +131,9 @@ class ModelCall:
         if output is not None:
             options = {**options, "response_format": response_format_for(output)}
         sent = history if history is not None else instance.messages
-        # A later turn sends stored assets back inline (a copy of the list either way: the instance's grows).
-        messages = inline_assets(services.store, instance, sent) if len(sent) > 1 else list(sent)
+        # Assets already in the instance's asset store go back inline (a copy of the list either way: the instance's
+        # grows). An agent's first turn has them there too: its prompts are stored as they are added.
+        messages = inline_assets(services.store, instance, sent)
         request = ChatRequest(model=name, messages=messages, system=system, profile=model.profile, **options)
         self.request: ChatRequest = _request_adjuster()(model).adjust_request(request)
         self.raw: RawExchange | None = None
