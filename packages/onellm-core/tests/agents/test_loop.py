@@ -446,6 +446,35 @@ initialPrompts:
     assert [m.user for m in messages] == [[TextPart("Greet these."), TextPart("Ann"), TextPart("Bob")]]
 
 
+async def test_text_without_an_action_is_sent_as_written_and_a_from_part_reads_the_callers_own_inputs(
+    file_harness: Harness,
+) -> None:
+    from onellm.messages import AssetPart
+
+    file_harness.script(say("ok"))
+    path = file_harness.write(
+        "agent.yaml",
+        """\
+model: claude-sonnet
+inputs:
+  files: []
+initialPrompts:
+  - user:
+      - text: "Braces { like } these, and }} alone, are text."
+      - from: inputs.files
+""",
+    )
+    picture = AssetPart(content_type="image/png", data=b"\x89PNG picture")
+    done = await file_harness.runtime.run_agent(path, {"files": [picture]})
+    sent = file_harness.provider.requests[0].messages[0].user
+    assert sent[0] == TextPart("Braces { like } these, and }} alone, are text.")
+    assert isinstance(sent[1], AssetPart)
+    assert sent[1].data == b"\x89PNG picture"  # the bytes the caller gave, not the saved copy's reference
+    saved = done.instance.messages[0].user[1]
+    assert isinstance(saved, AssetPart)
+    assert saved.data is None  # kept in the instance's asset store
+
+
 async def test_the_system_prompt_is_rendered_each_turn_and_kept(harness: Harness) -> None:
     clock = onellm.FakeClock()
     harness.runtime.clock = clock

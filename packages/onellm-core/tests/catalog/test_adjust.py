@@ -252,3 +252,27 @@ def test_a_request_that_passed_once_is_judged_again_when_it_carries_media_or_the
     assert sent is not text
     assert sent.temperature is None
     assert [w.kind for w in sent.warnings] == ["parameter_stripped"]
+
+
+def test_media_anywhere_in_the_history_is_counted_and_refused() -> None:
+    from onellm.catalog.adjust import settings_of
+    from onellm.messages import AssetPart, Message, ReasoningPart, TextPart, ToolCall
+    from onellm.providers import ChatRequest
+
+    image = AssetPart(content_type="image/png", data=b"x")
+    pdf = AssetPart(content_type="application/pdf", data=b"%PDF")
+    history = [
+        Message(user=[TextPart(text="look")], assistant=[ReasoningPart("thinking"), TextPart(text="ok")]),
+        Message(assistant=[image], tool_calls=[ToolCall(id="c1", tool="t", inputs={}, result=[TextPart("r"), pdf])]),
+        Message(user=[image]),
+    ]
+    request = ChatRequest(model="plain", messages=history)
+    settings = settings_of(request)
+    assert (settings.images, settings.pdfs, settings.audio, settings.video) == (2, 1, 0, 0)
+    plain = ChatRequest(model="plain", messages=history[:1])
+    assert (settings_of(plain).images, settings_of(plain).pdfs) == (0, 0)
+    catalog = Catalog.from_layers([{"name": "p", "models": [{"name": "blind", "supportsPdf": False}]}])
+    model = catalog.resolve("p:blind")
+    assert RequestAdjuster(model).adjust_request(plain) is plain
+    with pytest.raises(UnsupportedParameterError, match="PDF"):
+        RequestAdjuster(model).adjust_request(request)  # the PDF is in a tool call's result

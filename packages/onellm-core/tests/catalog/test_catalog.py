@@ -118,6 +118,17 @@ def test_resolution_is_cached_per_name() -> None:
     assert catalog.resolve("sonnet") is first
 
 
+def test_a_resolved_models_names_are_kept_and_a_changed_catalog_resolves_new_ones() -> None:
+    catalog = Catalog.from_layers([{"name": "p", "aliases": {"fast": "m-1"}, "models": [{"name": "m-1"}]}])
+    fast = catalog.resolve("fast")
+    assert (fast.name, fast.qualified_name) == ("m-1", "p:m-1")
+    assert (fast.name, fast.qualified_name) == ("m-1", "p:m-1")  # read again from what the model kept
+    changed = catalog.with_overrides({"name": "p", "aliases": {"fast": "m-2"}, "models": [{"name": "m-2"}]})
+    moved = changed.resolve("fast")
+    assert (moved.name, moved.qualified_name) == ("m-2", "p:m-2")
+    assert catalog.resolve("fast").qualified_name == "p:m-1"  # the old catalog is unchanged
+
+
 def test_unknown_name_suggests_near_names() -> None:
     with pytest.raises(ModelNotFoundError) as info:
         RESOLVE_CATALOG.resolve("sonet")

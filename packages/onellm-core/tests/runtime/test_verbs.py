@@ -511,3 +511,39 @@ async def test_an_event_the_answer_refuses_fails_the_stream_after_the_events_bef
     assert saved.messages[-1].text == "kept"
     with pytest.raises(MalformedResponseError):
         await answer.result()
+
+
+async def test_a_call_is_priced_at_the_runtime_clocks_time_when_its_model_has_pricing_periods() -> None:
+    import datetime as dt
+
+    from onellm.catalog import Catalog
+    from onellm.clock import FakeClock
+
+    catalog = Catalog.from_layers(
+        {
+            "providers": [
+                {
+                    "name": "scripted",
+                    "protocol": "scripted",
+                    "models": [
+                        {
+                            "name": "dated",
+                            "pricing": {"inputPerMillion": 2},
+                            "pricingPeriods": [{"until": "2026-06-01", "pricing": {"inputPerMillion": 3}}],
+                        },
+                        {"name": "flat", "pricing": {"inputPerMillion": 2}},
+                    ],
+                }
+            ]
+        }
+    )
+    clock = FakeClock(dt.datetime(2026, 5, 31, 23, 0, tzinfo=dt.UTC))
+    provider = ScriptedProvider().enqueue(*(ScriptStep.text_with_usage("ok", 1_000_000, 0) for _ in range(4)))
+    runtime = Runtime(catalog=catalog, environ={}, clock=clock)
+    runtime.providers.set("scripted", provider)
+    assert (await runtime.generate("dated", "Hi.")).cost.total == 3  # the period in force on the clock's day
+    assert (await runtime.generate("flat", "Hi.")).cost.total == 2
+    clock.advance(3600)  # 1 June: the period is over
+    assert (await runtime.generate("dated", "Hi.")).cost.total == 2
+    assert (await runtime.generate("flat", "Hi.")).cost.total == 2
+    provider.assert_complete()

@@ -20,6 +20,7 @@ the turn with the results in call order. See `_state` for what a resumed run che
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
@@ -131,7 +132,7 @@ class _Job:
     duration_ms: int | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class _Plan:
     """The calls of one message being answered, and what became of each."""
 
@@ -287,6 +288,8 @@ class AgentRun(Generic[T]):
         self._model: ResolvedModel | None = None
         self._provider: Any = None
         self._scope_data: dict[str, Any] | None = None
+        self._scope_inputs: dict[str, Any] | None = None
+        """The caller's inputs of a new run, until its template data is made from them."""
         self._workdir: Path | None = None
         self._inbox: deque[_Inbound] = deque()
         self._events: deque[AgentEvent] = deque()
@@ -313,6 +316,8 @@ class AgentRun(Generic[T]):
         self._result: AgentResult[T] | None = None
         self._warnings: list[CallWarning] = list(setup.warnings) if setup is not None else []
         self._group: anyio.abc.TaskGroup | None = None
+        self._group_used = False
+        """A task was started in `_group` (cancelled as the drive ends: timers that did not fire)."""
         self._driving: dict[str, AgentRun[Any]] = {}
         self._tasks: set[Any] = set()
         """Children this run's drive is driving now, by instance id."""
@@ -555,10 +560,19 @@ class AgentRun(Generic[T]):
                         yield event
                 finally:
                     await self._stop_tasks()
+            elif not self._may_spawn():
+                # Only the agent tools start tasks beside the drive: a run without them needs no task group (nor its
+                # closing checkpoint); anything started anyway runs as a task of its own, stopped as the drive ends.
+                try:
+                    async for _ in self._drive_loop(listen=False):
+                        pass
+                finally:
+                    await self._stop_tasks()
             else:
                 # Children started with run_agent_async (and monitor timers) run as tasks of this group: the drive
                 # ends once this run and every child it drives are at rest.
                 failure: BaseException | None = None
+                self._group_used = False
                 async with anyio.create_task_group() as group:
                     self._group = group
                     try:
@@ -568,7 +582,8 @@ class AgentRun(Generic[T]):
                         failure = exc
                     finally:
                         self._group = None
-                        group.cancel_scope.cancel()  # timers of monitors that did not fire; children on failure
+                        if self._group_used:
+                            group.cancel_scope.cancel()  # timers of monitors that did not fire; children on failure
                 if failure is not None:
                     raise failure
         finally:
@@ -576,8 +591,9 @@ class AgentRun(Generic[T]):
             self._listen = self._following = False
             self._sink = None
             self._events.clear()
-            with anyio.CancelScope(shield=True):
-                await self._release()
+            if self._lease is not None:  # nothing to give back without one (a store without leases)
+                with anyio.CancelScope(shield=True):
+                    await self._release()
             self._wake()
             if hub is not None or self._runtime is not None:
                 self._rested()
@@ -714,10 +730,20 @@ class AgentRun(Generic[T]):
             for event in self._flush():
                 yield event
 
+    def _may_spawn(self) -> bool:
+        """Whether this drive may start tasks beside it: children and monitor timers are started by the agent tools
+        alone, so a run whose tools are known, none of them an agent tool, starts none."""
+        setup = self._setup
+        if setup is None or self._driving or self._tasks:
+            return True
+        return self._runtime is not None and any(name in _AGENT_TOOLS for name in setup.tools)
+
     def _spawn(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Run `fn(*args)` beside this drive: in its task group, or (a followed drive) as a task of its own."""
+        """Run `fn(*args)` beside this drive: in its task group, or (a followed drive, or one without agent tools)
+        as a task of its own."""
         group = self._group
         if group is not None:
+            self._group_used = True
             group.start_soon(fn, *args)
             return
         import asyncio
@@ -765,8 +791,11 @@ class AgentRun(Generic[T]):
         if loaded is not None:
             self._instance = loaded
             self._scope_data = None
+            self._scope_inputs = None
 
     def _flush(self) -> Iterator[AgentEvent]:
+        """The queued events, oldest first (the turn loop looks at `_events` first: a run nobody follows queues
+        none, and skips making this generator)."""
         events = self._events
         while events:
             yield events.popleft()
@@ -902,11 +931,19 @@ class AgentRun(Generic[T]):
 
             setup = self._setup
             assert setup is not None
-            inputs = self._opening.inputs if self._opening is not None else dict(self._instance.inputs or {})
+            if self._opening is not None:
+                inputs = self._opening.inputs
+            elif self._scope_inputs is not None:
+                inputs = self._scope_inputs
+            else:
+                inputs = dict(self._instance.inputs or {})
             data = self._scope_data = template_scope(self._services, setup.definition, inputs)
+            self._scope_inputs = None
         return data
 
     def _render(self, text: str, what: str) -> str:
+        if "{{" not in text:  # no action: the text is its own rendering, and no scope is needed
+            return text
         from onellm.templating import FileEmbedSource
         from onellm.templating import render as render_template
 
@@ -953,7 +990,9 @@ class AgentRun(Generic[T]):
 
         opening = self._opening
         assert opening is not None
-        self._template_scope()  # made from the caller's own inputs (assets with their bytes), not the saved copy
+        # The template data is made when a template first needs it, from the caller's own inputs (assets with their
+        # bytes), not the saved copy.
+        self._scope_inputs = opening.inputs
         self._opening = None
         setup = self._setup
         assert setup is not None
@@ -1139,8 +1178,9 @@ class AgentRun(Generic[T]):
             if self._inbox:
                 await self._save_if_dirty()  # a plain answer the loop goes on from is saved before what follows
                 await self._deliver()
-                for event in self._flush():
-                    yield event
+                if self._events:
+                    for event in self._flush():
+                        yield event
             if not self._needs_turn():
                 return
             if self._iterations >= setup.max_iterations:
@@ -1150,36 +1190,43 @@ class AgentRun(Generic[T]):
                 raise _Cancelled
             if setup.definition.context_strategy is not None:
                 await self._maybe_compact()
-                for event in self._flush():
-                    yield event
+                if self._events:
+                    for event in self._flush():
+                        yield event
             turn = self._turn_message()
             self._iterations += 1
             self._turns += 1
             if self._listen:
                 self._emit(TurnStarted(instance_id=self._instance.id, turn=self._turns, message_id=turn.id))
-                for event in self._flush():
-                    yield event
+                if self._events:
+                    for event in self._flush():
+                        yield event
             answer = await self._model_turn(turn)
             message = answer.message
             await self._after_answer(answer)
-            for event in self._flush():
-                yield event
+            if self._events:
+                for event in self._flush():
+                    yield event
             message = self._instance.messages[-1]
             if not message.tool_calls:
                 continue
             plan = _Plan(message)
-            async for event in self._tool_phase(plan):
-                yield event
+            if self._following:
+                async for event in self._tool_phase(plan):
+                    yield event
+            else:
+                await self._quiet_tool_phase(plan)
             self._finish(plan)
             await self._save()
-            for event in self._flush():
-                yield event
+            if self._events:
+                for event in self._flush():
+                    yield event
 
     def _needs_turn(self) -> bool:
         inst = self._instance
         if not inst.messages or inst.ask_user is not None:
             return False
-        if any(not e.decided for e in inst.pending_approvals):
+        if inst.pending_approvals and any(not e.decided for e in inst.pending_approvals):
             return False
         last = inst.messages[-1]
         if last.tool_calls:
@@ -1203,22 +1250,19 @@ class AgentRun(Generic[T]):
     def _turn_message(self) -> Message:
         """The message the next answer goes into: the waiting user message (a fresh copy, since it may already be
         saved and messages are immutable once written), else a new one."""
-        from onellm.runtime import new_message_id
-
         inst = self._instance
         last = inst.messages[-1]
         if last.user and not last.assistant and not last.tool_calls:
             turn = _clone(last)
             inst.messages[-1] = turn
             return turn
-        turn = Message(id=new_message_id(), date_time=self._services.now())
+        turn = Message(id=_runtime().new_message_id(), date_time=self._services.now())
         inst.messages.append(turn)
         return turn
 
     async def _model_turn(self, turn: Message) -> AskResult[Any]:
         """One model call, with the hooks around it and `Runtime.agent_retry` for transient failures."""
-        from onellm.runtime import ModelCall
-
+        model_call = _runtime().ModelCall
         services = self._services
         setup = self._setup
         assert setup is not None
@@ -1233,7 +1277,7 @@ class AgentRun(Generic[T]):
             raise _Cancelled
         attempt = 0
         while True:
-            call = ModelCall(
+            call = model_call(
                 self._turn_services,
                 self._model,
                 self._provider,
@@ -1454,14 +1498,38 @@ class AgentRun(Generic[T]):
         """Decide every unanswered call of `plan.message` (hooks, approvals), then run the ones that run now."""
         self._plan = plan
         await self._decide_calls(plan)
-        for event in self._flush():
-            yield event
+        if self._events:
+            for event in self._flush():
+                yield event
         async for event in self._run_jobs(plan):
             yield event
 
-    async def _decide_calls(self, plan: _Plan) -> None:
-        from onellm.tools import ToolResult, restore_optional_nulls
+    async def _quiet_tool_phase(self, plan: _Plan) -> None:
+        """`_tool_phase` for a drive nobody follows (no event is queued, a sink is still told): the same steps as a
+        coroutine, without the generators."""
+        self._plan = plan
+        await self._decide_calls(plan)
+        jobs = plan.jobs
+        if not jobs:
+            return
+        listen = self._listen
+        if plan.parallel:
+            if listen:
+                for job in jobs:
+                    self._emit(_started(self._instance.id, job))
+            await self._step(self._run_parallel, jobs)
+            for job in jobs:
+                await self._job_done(plan, job)
+            return
+        for job in jobs:
+            if listen:
+                self._emit(_started(self._instance.id, job))
+            await self._step(self._run_job, job)
+            await self._job_done(plan, job)
 
+    async def _decide_calls(self, plan: _Plan) -> None:
+        tools_module = _tools()
+        restore_optional_nulls = tools_module.restore_optional_nulls
         setup = self._setup
         assert setup is not None
         inst = self._instance
@@ -1475,12 +1543,14 @@ class AgentRun(Generic[T]):
             early: ToolResult | None = None
             inputs: dict[str, Any] = call.inputs
             if tool is None:
-                early = ToolResult.error(_unknown(call.tool, tools))
+                early = tools_module.ToolResult.error(_unknown(call.tool, tools))
             elif call.invalid_inputs is not None:
                 shown = call.invalid_inputs if len(call.invalid_inputs) <= 200 else call.invalid_inputs[:200] + "..."
-                early = ToolResult.error(f"The arguments of tool '{call.tool}' are not a JSON object: {shown}")
+                early = tools_module.ToolResult.error(
+                    f"The arguments of tool '{call.tool}' are not a JSON object: {shown}"
+                )
             else:
-                inputs = restore_optional_nulls(call.inputs, tool.input_schema)
+                inputs = _restored(call.inputs, tool.input_schema, restore_optional_nulls)
                 held: tuple[str | None, str] | None = None
                 if tool.requires_approval:
                     held = (f"tool '{tool.name}' needs a person's approval for each call", "tool")
@@ -1498,7 +1568,9 @@ class AgentRun(Generic[T]):
                     )
                     inputs = ctx.inputs
                     if isinstance(decision, Block):
-                        early = ToolResult.error(f"A hook blocked this call: {decision.reason or 'no reason given'}")
+                        early = tools_module.ToolResult.error(
+                            f"A hook blocked this call: {decision.reason or 'no reason given'}"
+                        )
                     elif isinstance(decision, Respond):
                         early = as_tool_result(decision.result if decision.result is not None else decision.text)
                     elif isinstance(decision, RequireApproval):
@@ -1562,23 +1634,27 @@ class AgentRun(Generic[T]):
             if listen:
                 for job in jobs:
                     self._emit(_started(inst.id, job))
-                for event in self._flush():
-                    yield event
+                if self._events:
+                    for event in self._flush():
+                        yield event
             await self._step(self._run_parallel, jobs)
             for job in jobs:
                 await self._job_done(plan, job)
-            for event in self._flush():
-                yield event
+            if self._events:
+                for event in self._flush():
+                    yield event
             return
         for job in jobs:
             if listen:
                 self._emit(_started(inst.id, job))
-                for event in self._flush():
-                    yield event
+                if self._events:
+                    for event in self._flush():
+                        yield event
             await self._step(self._run_job, job)
             await self._job_done(plan, job)
-            for event in self._flush():
-                yield event
+            if self._events:
+                for event in self._flush():
+                    yield event
 
     async def _step(self, fn: Callable[..., Any], arg: Any) -> None:
         """Run one step under a cancel scope `cancel()` can reach (the drive's, when nobody follows the events)."""
@@ -1631,12 +1707,12 @@ class AgentRun(Generic[T]):
         job.result = result
 
     async def _job_done(self, plan: _Plan, job: _Job) -> None:
-        from onellm.tools.builtin.agent import ask_user_request
-
         result = job.result
         assert result is not None
         index = job.index
-        if job.tool.name == _ASK_USER and not result.is_error and any(ask_user_request(p) for p in result.parts):
+        if job.tool.name == _ASK_USER and not result.is_error and _asks_the_user(result):
+            from onellm.tools.builtin.agent import ask_user_request
+
             if plan.asked is None and self._instance.ask_user is None:
                 plan.asked = index
                 if self._listen:
@@ -1662,9 +1738,7 @@ class AgentRun(Generic[T]):
             await self._costed(Cost.of(result.cost_lines), job.call.id)
 
     def _tool_context(self, call: ToolCall | None, tool: Tool[..., Any] | None, *, approved: bool = False) -> Any:
-        from onellm.tools import ToolContext
-
-        return ToolContext(
+        return _tools().ToolContext(
             capabilities=self._caps,
             working_directory=self._workdir,
             instance_id=self._instance.id,
@@ -1714,7 +1788,7 @@ class AgentRun(Generic[T]):
             from onellm.instances import AskUser
 
             inst.ask_user = AskUser(tool_call_id=finished.tool_calls[plan.asked].id, message_id=finished.id)
-        if results:
+        if results and self._services.recording:  # the records of the step, written with the next save
             for i in results:
                 self._later_record("toolCall", (finished.tool_calls[i], plan.durations.get(i)))
             ending = self._ending_call(finished)
@@ -2040,7 +2114,8 @@ class AgentRun(Generic[T]):
             state = "waiting"
         await self._set_state(state)
         await self._save_if_dirty()
-        await self._record(self._run_record("stopped", state))
+        if self._services.recording:
+            await self._record(self._run_record("stopped", state))
         if self._listen and state == "waiting_for_approval":
             # Told only now, at rest: whoever follows the events may approve at once.
             for entry in inst.pending_approvals:
@@ -2350,6 +2425,43 @@ class AgentRun(Generic[T]):
 
 
 # ----------------------------------------------------------------------------------------------------- helpers
+
+
+@functools.cache
+def _runtime() -> Any:
+    """`onellm.runtime`, imported on first use (a name imported from a package in a function costs a lookup each
+    time)."""
+    import onellm.runtime
+
+    return onellm.runtime
+
+
+@functools.cache
+def _tools() -> Any:
+    """`onellm.tools`, imported on first use."""
+    import onellm.tools
+
+    return onellm.tools
+
+
+_SCALARS = frozenset({str, int, float, bool})
+
+
+def _restored(inputs: dict[str, Any], schema: Mapping[str, Any], restore: Callable[..., Any]) -> Any:
+    """`restore_optional_nulls(inputs, schema)`: for a flat object with no null (nothing to restore), the copy it
+    would make, made at once."""
+    if type(inputs) is dict and type(schema.get("properties")) is dict:
+        for value in inputs.values():
+            if type(value) not in _SCALARS:
+                return restore(inputs, schema)
+        return dict(inputs)
+    return restore(inputs, schema)
+
+
+def _asks_the_user(result: ToolResult) -> bool:
+    from onellm.tools.builtin.agent import ask_user_request
+
+    return any(ask_user_request(p) for p in result.parts)
 
 
 def _clone(value: _M) -> _M:

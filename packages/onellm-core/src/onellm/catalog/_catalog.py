@@ -270,12 +270,14 @@ class ResolvedModel:
     def __repr__(self) -> str:
         return f"ResolvedModel({self.qualified_name!r}, via={self.via!r})"
 
-    @property
+    @cached_property
     def name(self) -> str:
-        """The model's name: as the catalog spells it when listed, as asked for when a pattern or preset matched."""
+        """The model's name: as the catalog spells it when listed, as asked for when a pattern or preset matched.
+        Kept after the first read, like the other values worked out from the entries (a new catalog resolves new
+        models)."""
         return self.entry.name
 
-    @property
+    @cached_property
     def qualified_name(self) -> str:
         """`provider:model`, or `preset:model` for a preset."""
         return f"{self.preset or self.provider}:{self.name}"

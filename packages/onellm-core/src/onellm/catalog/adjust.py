@@ -74,6 +74,34 @@ _MEDIA_KINDS = frozenset({"asset", "fileRef"})
 
 def _media_counts(request: Any) -> tuple[int, int, int, int]:
     """How many images, PDFs, audio and video files (asset and file reference parts) the request's messages carry."""
+    text = TextPart
+    kinds = _MEDIA_KINDS
+    try:
+        # Messages as the runtime builds them, read without defaults; text parts are passed over at a glance. The
+        # first medium found has them all counted below.
+        for message in request.messages or ():
+            for part in message.user:
+                if type(part) is not text and getattr(part, "kind", None) in kinds:
+                    return _media_counts_of(request)
+            for part in message.assistant:
+                if type(part) is not text and getattr(part, "kind", None) in kinds:
+                    return _media_counts_of(request)
+            for call in message.tool_calls:
+                result = call.result
+                if result:
+                    for part in result:
+                        if type(part) is not text and getattr(part, "kind", None) in kinds:
+                            return _media_counts_of(request)
+    except (AttributeError, TypeError):  # something else shaped like a request
+        return _media_counts_of(request)
+    return _NO_MEDIA
+
+
+_NO_MEDIA = (0, 0, 0, 0)
+
+
+def _media_counts_of(request: Any) -> tuple[int, int, int, int]:
+    """`_media_counts` of any object with messages, read with defaults for what it lacks."""
     counts = [0, 0, 0, 0]
     kinds = _MEDIA_KINDS
     for message in getattr(request, "messages", None) or ():

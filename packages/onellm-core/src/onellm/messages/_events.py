@@ -389,6 +389,11 @@ class MessageAccumulator:
 
     def message(self) -> Message:
         """The message built so far (complete once `Done` arrived). Id and timestamp are left empty."""
+        usage = self.usage
+        return self._message(None if usage is None else msgspec.structs.replace(usage))
+
+    def _message(self, usage: Usage | None) -> Message:
+        """`message()` with `usage` as its usage (the accumulator's own, uncopied, for a response made of it)."""
         assistant: list[Part] = []
         calls: list[ToolCall] = []
         for index in self._order:
@@ -421,13 +426,7 @@ class MessageAccumulator:
             else:
                 assert block.part is not None
                 assistant.append(block.part)
-        usage = self.usage
-        return Message(
-            assistant=assistant,
-            tool_calls=calls,
-            usage=None if usage is None else msgspec.structs.replace(usage),
-            extra=dict(self._extra),
-        )
+        return Message(assistant=assistant, tool_calls=calls, usage=usage, extra=dict(self._extra))
 
     @staticmethod
     def _hosted(index: int, block: _Block) -> HostedToolCallPart:

@@ -102,16 +102,22 @@ class Timestamp:
         Raises:
             ValueError: `value` is naive or `hundred_ns` is out of range.
         """
-        if value.tzinfo is UTC and cls is Timestamp and value.year >= 1000 and type(hundred_ns) is int:
+        if (
+            type(value) is DateTime
+            and value.tzinfo is UTC
+            and cls is Timestamp
+            and value.year >= 1000
+            and type(hundred_ns) is int
+        ):
             if not 0 <= hundred_ns <= 9:
                 raise ValueError("hundred_ns is a single digit, 0-9")
             # The clock's usual answer: the text written field by field, and no check of text made from a real
             # instant (what the general path below gives, at a fraction of the cost).
             made = object.__new__(Timestamp)
-            made._text = (
-                f"{value.year}-{value.month:02d}-{value.day:02d}T{value.hour:02d}:{value.minute:02d}:"
-                f"{value.second:02d}.{value.microsecond:06d}{hundred_ns}Z"
-            )
+            # The ISO form is `YYYY-MM-DDTHH:MM:SS[.ffffff]+00:00` (the year has four digits; no fraction when the
+            # microseconds are 0).
+            iso = value.isoformat()
+            made._text = f"{iso[:26]}{hundred_ns}Z" if value.microsecond else f"{iso[:19]}.000000{hundred_ns}Z"
             made._datetime = None
             made._ticks = -1
             return made

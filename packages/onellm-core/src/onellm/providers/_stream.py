@@ -143,6 +143,10 @@ class FrameReader(Protocol):
         ...
 
 
+_FINISH_REASONS: Final[dict[str, FinishReason]] = {reason.value: reason for reason in FinishReason}
+"""`FinishReason` by its value (a provider's own word is `OTHER`)."""
+
+
 def response_from(
     accumulator: MessageAccumulator,
     warnings: list[CallWarning] | None = None,
@@ -150,16 +154,13 @@ def response_from(
     extra: dict[str, Any] | None = None,
 ) -> ChatResponse:
     """The `ChatResponse` of a finished accumulator."""
-    message = accumulator.message()
-    message.usage = accumulator.usage
+    usage = accumulator.usage
+    message = accumulator._message(usage)  # the response's usage is the message's (one object, not copied)
     raw = accumulator.finish_reason
-    try:
-        reason: FinishReason | None = FinishReason(raw) if raw is not None else None
-    except ValueError:
-        reason = FinishReason.OTHER
+    reason = None if raw is None else _FINISH_REASONS.get(raw, FinishReason.OTHER)
     return ChatResponse(
         message=message,
-        usage=accumulator.usage,
+        usage=usage,
         finish_reason=reason,
         provider_finish_reason=raw,
         model=accumulator.model,

@@ -56,6 +56,7 @@ _JSON = msgspec.json.Decoder(float_hook=Decimal)
 
 
 _UNSHIELDED = contextlib.nullcontext()
+_NO_OPTIONS: Mapping[str, Any] = {}
 
 
 @functools.cache
@@ -124,14 +125,16 @@ class ModelCall:
         self.final_state = final_state
         self.segment = segment
         self.owns_instance = owns_instance
-        self.requested_model = requested_model or model.name
-        options = dict(settings) if settings else {}
+        name = model.name
+        self.requested_model = requested_model or name
+        options: Mapping[str, Any] = settings or _NO_OPTIONS
         if output is not None:
-            options["response_format"] = response_format_for(output)
+            options = {**options, "response_format": response_format_for(output)}
         sent = history if history is not None else instance.messages
-        # A later turn sends stored assets back inline (a copy of the list either way: the instance's grows).
-        messages = inline_assets(services.store, instance, sent) if len(sent) > 1 else list(sent)
-        request = ChatRequest(model=model.name, messages=messages, system=system, profile=model.profile, **options)
+        # Assets already in the instance's asset store go back inline (a copy of the list either way: the instance's
+        # grows). An agent's first turn has them there too: its prompts are stored as they are added.
+        messages = inline_assets(services.store, instance, sent)
+        request = ChatRequest(model=name, messages=messages, system=system, profile=model.profile, **options)
         self.request: ChatRequest = _request_adjuster()(model).adjust_request(request)
         self.raw: RawExchange | None = None
         if raw_turns or services.llm_turn_logs:
@@ -262,7 +265,11 @@ class ModelCall:
                 ),
                 priced=False,
             )
-        return self.model.price(usage, service_tier=self.request.service_tier, at=self.services.clock.now())
+        model = self.model
+        # The call's time picks a `pricingPeriods` entry: without periods it cannot change the price, so the clock is
+        # not read.
+        at = self.services.clock.now() if model.entry._periods else None
+        return model.price(usage, service_tier=self.request.service_tier, at=at)
 
     async def _finish(self, response: ChatResponse, *, cached: bool = False) -> AskResult[Any]:
         """Price, settle, save and record a paid answer, all shielded from cancellation."""

@@ -9,6 +9,7 @@ results whose text the model reads. Cancellation of the caller is not a failure 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import re
 import types
@@ -461,13 +462,14 @@ class Tool(Generic[P, R]):
 
     def convert_arguments(self, arguments: Mapping[str, Any] | str | bytes) -> dict[str, Any]:
         """The converted arguments by parameter name; raises `ArgumentError` naming the path of the first bad one."""
-        if isinstance(arguments, str | bytes):
-            try:
-                arguments = msgspec.json.decode(arguments)
-            except msgspec.DecodeError as exc:
-                raise ArgumentError(f"text is not valid JSON: {exc}") from None
-        if not isinstance(arguments, Mapping):
-            raise ArgumentError(f"must be a JSON object, not {type(arguments).__name__}")
+        if type(arguments) is not dict:  # a dict (decoded JSON) nearly always
+            if isinstance(arguments, str | bytes):
+                try:
+                    arguments = msgspec.json.decode(arguments)
+                except msgspec.DecodeError as exc:
+                    raise ArgumentError(f"text is not valid JSON: {exc}") from None
+            if not isinstance(arguments, Mapping):
+                raise ArgumentError(f"must be a JSON object, not {type(arguments).__name__}")
         if self._arguments is None:
             return dict(arguments)
         converted = self._arguments.converter(arguments)
@@ -528,7 +530,7 @@ class Tool(Generic[P, R]):
             import anyio.to_thread
 
             value = await anyio.to_thread.run_sync(self._handler, values, ctx, abandon_on_cancel=True)
-        while inspect.isawaitable(value):
+        while type(value) not in _PLAIN_VALUES and inspect.isawaitable(value):
             value = await value
         return value
 
@@ -541,6 +543,7 @@ class Tool(Generic[P, R]):
         return ToolResult(parts=to_parts(value), is_error=False, cost_lines=cost_lines, value=value)
 
 
+@functools.cache
 def _part_types() -> tuple[type, ...]:
     import onellm.messages as messages
 
@@ -551,21 +554,32 @@ def _part_types() -> tuple[type, ...]:
     return tuple(m for m in members if isinstance(m, type))
 
 
+_PLAIN_VALUES: Final = frozenset({str, dict, list, int, float, bool, type(None)})
+"""Types a tool returns that are never awaitable (`Tool._run` asks no more of them)."""
+
+
+@functools.cache
+def _messages() -> Any:
+    """`onellm.messages`, imported on first use."""
+    import onellm.messages
+
+    return onellm.messages
+
+
 def to_parts(value: Any) -> list[Part]:
     """The content of a tool's return value: `None` → none, `str` → one text part, parts → those parts, anything else →
     one JSON part. Raises `TypeError` for a value with no JSON form."""
-    from onellm.messages import JsonPart, TextPart
-
     if value is None:
         return []
+    messages = _messages()
     if isinstance(value, str):
-        return [TextPart(text=value)]
+        return [messages.TextPart(text=value)]
     kinds = _part_types()
     if kinds and isinstance(value, kinds):
         return [typing.cast("Part", value)]
     if kinds and isinstance(value, list | tuple) and value and all(isinstance(v, kinds) for v in value):
         return list(value)
-    return [JsonPart(json=to_json_value(value))]
+    return [messages.JsonPart(json=to_json_value(value))]
 
 
 @overload
