@@ -162,9 +162,16 @@ def test_dropping_threads_that_cannot_match_changes_nothing(pattern: tuple[str, 
 @given(_patterns(), TEXT, st.sampled_from(["-", "", "<$0>", "[$1|${2}]", "$n.${m}$$", "${1}x$3$9"]))
 def test_replace_agrees_with_python_re(pattern: tuple[str, bool], text: str, repl: str) -> None:
     p = pattern[0]
-    if not _valid(p):
+    if not _valid(p) or _a_name_twice(p):
         return
     assert replace_all(compile_re2(p), repl, text) == _reference_replace(_python_pattern(p), repl, text)
+
+
+def _a_name_twice(pattern: str) -> bool:
+    """A group name used twice: Go's `${n}` is then the first group of that name that took part, which the reference
+    on Python's `re` (one group per name) cannot say; `test_group_names_follow_go` checks those against Go."""
+    names = re.findall(r"\(\?P?<(\w+)>", pattern)
+    return len(names) != len(set(names))
 
 
 @pytest.mark.parametrize(
