@@ -259,3 +259,58 @@ async def test_a_second_runner_is_kept_out(harness: Harness) -> None:
         with pytest.raises(AgentStateError, match="already being driven"):
             await run.result()
         gate.set()
+
+
+class _SlowStore:
+    """Saves that take a while (a checkpoint each), noting how many were under way at once."""
+
+    def __init__(self) -> None:
+        self.saved: list[int] = []
+        self.busy = 0
+        self.most = 0
+
+    async def save(self, instance: Any) -> None:
+        import anyio.lowlevel
+
+        self.busy += 1
+        self.most = max(self.most, self.busy)
+        try:
+            for _ in range(3):
+                await anyio.lowlevel.checkpoint()
+            self.saved.append(len(instance.messages))
+        finally:
+            self.busy -= 1
+
+    async def load(self, instance_id: str) -> None:
+        return None
+
+
+async def test_saves_of_one_run_from_several_tasks_are_written_one_at_a_time(harness: Harness) -> None:
+    import anyio
+
+    h = harness
+    store = _SlowStore()
+    h.runtime.store = store
+    run = await h.runtime.start_agent(h.agent())
+    async with anyio.create_task_group() as group:
+        for _ in range(4):
+            group.start_soon(run._save)
+    assert store.most == 1  # never two writes at once
+    assert len(store.saved) == 4  # every waiting save was written after the one before it
+    await run._save()  # and the run saves again once they are all done
+    assert len(store.saved) == 5
+
+
+async def test_a_new_instance_carries_the_run_keys_over_the_definition_keys(harness: Harness) -> None:
+    h = harness
+    path = h.agent(extra="state: 5\nrequestedModel: from-the-file\ncolour: blue\n")
+    run = await h.runtime.start_agent(path, {"who": "me"})
+    inst = run.instance
+    assert inst.state == "running"
+    assert inst.model == "anthropic:claude-sonnet-5-5"
+    assert inst.requested_model == "claude-sonnet"
+    assert inst.run_started_at is not None
+    assert inst.id == run.instance_id
+    assert inst.system_prompt == "You help."
+    assert inst.inputs == {"who": "me"}
+    assert inst.extra == {"colour": "blue"}

@@ -308,7 +308,8 @@ class AgentRun(Generic[T]):
         self._iterations = 0
         self._turns = 0
         self._pending_records: list[tuple[str, Any]] = []
-        self._save_lock: anyio.Lock | None = None
+        self._saving = False
+        self._save_waiter: anyio.Event | None = None
         self._follower: AsyncIterator[AgentEvent] | None = None
         self._turn_services = _TurnServices(services, self)
         self._drive_scope: anyio.CancelScope | None = None
@@ -2265,11 +2266,21 @@ class AgentRun(Generic[T]):
             )
 
     async def _save(self) -> None:
-        lock = self._save_lock
-        if lock is None:
-            lock = self._save_lock = anyio.Lock(fast_acquire=True)
-        async with lock:  # one write at a time: a decision saved from another task never lands after a newer save
+        # One write at a time: a decision saved from another task never lands after a newer save. A flag, and an
+        # event only when another save is under way (cheaper than a lock for the uncontended save of every turn).
+        while self._saving:
+            waiter = self._save_waiter
+            if waiter is None:
+                waiter = self._save_waiter = anyio.Event()
+            await waiter.wait()
+        self._saving = True
+        try:
             await self._services.save(self._instance)
+        finally:
+            self._saving = False
+            waiter, self._save_waiter = self._save_waiter, None
+            if waiter is not None:
+                waiter.set()
         self._dirty = False
         pending = self._pending_records
         if pending:

@@ -35,6 +35,16 @@ AgentDefinition = Any
 
 _OPTIONS = frozenset({"strict", "output", "max_iterations", "capabilities", "model"})
 
+# What `RuntimeServices.new_instance` sets on a new instance.
+_RUN_KEYS = (
+    ("instanceId", "id"),
+    ("model", "model"),
+    ("requestedModel", "requested_model"),
+    ("systemPrompt", "system_prompt"),
+    ("state", "state"),
+    ("runStartedAt", "run_started_at"),
+)
+
 
 def _options(options: Mapping[str, Any], verb: str) -> _Options:
     unknown = sorted(set(options) - _OPTIONS)
@@ -102,11 +112,20 @@ async def start_agent_run(
     )
     fresh = services.new_instance(resolved, model_name, loaded.system_prompt)
     data = loaded.to_data()
-    data.update(fresh.to_data())
     merged = dict(loaded.inputs or {})
     merged.update(inputs or {})
     data["inputs"] = plain_data(merged) or None
+    # The run's own keys over the definition's (what `data.update(fresh.to_data())` gave, without writing the fresh
+    # instance out and reading it back).
+    run_values: list[tuple[str, Any]] = []
+    for key, attr in _RUN_KEYS:
+        value = getattr(fresh, attr)
+        if value is not None:
+            data.pop(key, None)
+            run_values.append((attr, value))
     instance = Instance.from_data({k: v for k, v in data.items() if v is not None})
+    for attr, value in run_values:
+        setattr(instance, attr, value)
     instance.agent_definition = name or None
     instance.capabilities = grants_summary(caps)
     instance.capabilities_recorded = True
