@@ -255,3 +255,41 @@ async def test_script_records_every_message(tmp_path: Path) -> None:
         ("inference", None),
         ("run", "stopped"),
     ]
+
+
+def test_the_system_scope_reads_the_user_name_once_and_the_folders_every_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from onellm.definitions import Definition
+    from onellm.runtime import _script, template_scope
+
+    asked: list[str] = []
+
+    def getuser() -> str:
+        asked.append("getuser")
+        return "ada"
+
+    runtime, _ = _setup()
+    definition = Definition.loads("model: gpt-6-luna\n", file="x.yaml")
+    _script._process_identity.cache_clear()
+    monkeypatch.setattr(_script.getpass, "getuser", getuser)
+    try:
+        first_dir = tmp_path / "first"
+        second_dir = tmp_path / "second"
+        first_dir.mkdir()
+        second_dir.mkdir()
+        monkeypatch.chdir(first_dir)
+        monkeypatch.setenv("HOME", str(tmp_path / "home"))
+        first = template_scope(runtime._services, definition, {})["system"]
+        monkeypatch.chdir(second_dir)
+        monkeypatch.setenv("HOME", str(tmp_path / "elsewhere"))
+        second = template_scope(runtime._services, definition, {})["system"]
+    finally:
+        _script._process_identity.cache_clear()  # the next reader asks the real user name again
+    assert asked == ["getuser"]  # the user name is read once for the process
+    assert first["username"] == "ada"
+    assert second["username"] == "ada"
+    assert first["hostname"] == second["hostname"]
+    assert Path(first["workingDir"]).resolve() == first_dir.resolve()  # the working directory is read every time
+    assert Path(second["workingDir"]).resolve() == second_dir.resolve()
+    assert second["homeDir"] == str(tmp_path / "elsewhere")

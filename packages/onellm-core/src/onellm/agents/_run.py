@@ -893,14 +893,18 @@ class AgentRun(Generic[T]):
             self._warnings.extend(self._setup.warnings)
         setup = self._setup
         if not self._hooks_ready:
-            loaded = await load_definition_hooks(
-                services,
-                setup.definition,
-                capabilities=caps,
-                base=setup.folder,
-                strict=self._options.strict,
-                owner=f"instance {inst.id}" if not self._fresh else f"the definition {setup.file}",
-                warnings=self._warnings,
+            loaded = (
+                await load_definition_hooks(
+                    services,
+                    setup.definition,
+                    capabilities=caps,
+                    base=setup.folder,
+                    strict=self._options.strict,
+                    owner=f"instance {inst.id}" if not self._fresh else f"the definition {setup.file}",
+                    warnings=self._warnings,
+                )
+                if setup.definition.hooks
+                else ()
             )
             self._hooks = RunHooks.build(services, getattr(services, "hooks", None), loaded)
             self._hooks_ready = True

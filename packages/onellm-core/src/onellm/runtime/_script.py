@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import getpass
 import os
 import platform
@@ -39,17 +40,25 @@ __all__ = [
 _FALSE = frozenset({"", "false", "0", "no", "off"})
 
 
-def _system_scope() -> dict[str, Any]:
+@functools.cache
+def _process_identity() -> tuple[str, str, str, str]:
+    """The system, machine, host and user names: read once (they do not change while the process runs; reading the
+    user name may ask the password database)."""
     try:
         user = getpass.getuser()
     except Exception:  # no user name in this environment
         user = ""
+    return platform.system().lower(), platform.machine().lower(), socket.gethostname(), user
+
+
+def _system_scope() -> dict[str, Any]:
+    system, machine, host, user = _process_identity()
     return {
-        "os": platform.system().lower(),
-        "arch": platform.machine().lower(),
-        "hostname": socket.gethostname(),
+        "os": system,
+        "arch": machine,
+        "hostname": host,
         "username": user,
-        "homeDir": str(Path.home()),
+        "homeDir": str(Path.home()),  # these three are read every time: the process may change them
         "tempDir": tempfile.gettempdir(),
         "workingDir": os.getcwd(),
     }
