@@ -207,6 +207,20 @@ def test_context_without_capabilities_fails_closed() -> None:
     assert ctx.working_directory == Path.cwd()
 
 
+def test_context_keeps_a_path_it_is_given_and_converts_anything_else(tmp_path: Path) -> None:
+    class Marked(type(Path())):  # type: ignore[misc]  # a subclass of the concrete path type
+        pass
+
+    given = Path(tmp_path)
+    assert ToolContext(working_directory=given).working_directory is given  # a path is immutable: shared, not copied
+    from_text = ToolContext(working_directory=str(tmp_path)).working_directory
+    assert type(from_text) is type(Path())
+    assert from_text == given
+    from_subclass = ToolContext(working_directory=Marked(tmp_path)).working_directory
+    assert type(from_subclass) is type(Path())  # made a plain path, as before
+    assert from_subclass == given
+
+
 # -------------------------------------------------------------------------------------------------------- invoking
 
 

@@ -48,6 +48,10 @@ GRANT_KINDS: Final = frozenset({"files_read", "files_write", "shell", "network"}
 """The grants a tool can need: `Tool.required_grants` holds some of these."""
 
 
+_PATH_TYPE: Final = type(Path())
+"""The concrete path type of this system (`PosixPath` or `WindowsPath`)."""
+
+
 class ToolContext:
     """What the runtime hands a tool for one call. Never part of a schema.
 
@@ -80,7 +84,15 @@ class ToolContext:
     ) -> None:
         self._capabilities = capabilities
         self._cost_lines: list[CostLine] = []
-        self._working_directory = Path(working_directory) if working_directory is not None else None
+        # A path is immutable: one of the exact type `Path()` makes is kept as it is (a run hands the same one to every
+        # call), anything else is converted.
+        self._working_directory: Path | None = (
+            working_directory
+            if isinstance(working_directory, Path) and type(working_directory) is _PATH_TYPE
+            else None
+            if working_directory is None
+            else Path(working_directory)
+        )
         self.instance_id = instance_id
         """The id of the instance (agent run) the call belongs to, when there is one."""
         self.call_id = call_id
