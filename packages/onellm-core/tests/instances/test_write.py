@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from onellm import yamlio
 from onellm.instances import Instance
-from onellm.instances._write import usage_lines
-from onellm.messages import CostLine, Message, TextPart, ToolCall, Usage
+from onellm.instances._write import message_lines, usage_lines
+from onellm.messages import CostLine, Message, MessageSource, TextPart, Timestamp, ToolCall, Usage
 
 CORPUS = Path(__file__).resolve().parents[4] / "testdata" / "formats" / "instances"
 VALID = sorted((CORPUS / "valid").glob("*.yaml"))
@@ -182,3 +182,80 @@ def test_a_message_whose_usage_is_not_its_last_key_is_written_as_the_general_pat
     text = inst.dumps()
     assert text == _general(inst)
     assert Instance.loads(text).messages[0] == msg
+
+
+def test_the_corpus_has_messages_the_direct_writer_takes() -> None:
+    taken = 0
+    for path in VALID:
+        inst = Instance.load(path)
+        _forget_layouts(inst.messages)
+        taken += sum(message_lines(msg, 0) is not None for msg in inst.messages)
+    assert taken >= 10
+
+
+def test_a_priced_tool_turn_is_written_directly() -> None:
+    msg = Message(
+        id="b",
+        tool_calls=[ToolCall(id="c0", tool="lookup", inputs={"n": 0}, result=[TextPart(text="entry 0: ok")])],
+        date_time=Timestamp("2026-12-06T05:12:35.9737260Z"),
+        source=MessageSource(kind="api"),
+        usage=Usage(model="m", input_tokens=1),
+    )
+    head = message_lines(msg, 2)
+    assert head is not None
+    assert head.startswith(
+        '  - id: b\n    toolCalls:\n    - id: c0\n      tool: lookup\n      inputs:\n        "n": 0\n'
+    )
+    inst = Instance(messages=[msg])
+    assert inst.dumps() == _general(inst)
+
+
+_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | _decimals | _texts,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_texts, inner, max_size=3),
+    max_leaves=6,
+)
+_text_parts = st.lists(st.builds(TextPart, text=_texts), max_size=2)
+
+
+@st.composite
+def _tool_calls(draw: st.DrawFn) -> ToolCall:
+    return ToolCall(
+        id=draw(st.none() | _texts),
+        tool=draw(_texts),
+        inputs=draw(st.dictionaries(_texts, _values, max_size=3)),
+        result=draw(st.none() | _text_parts),
+        is_error=draw(st.booleans()),
+        after=draw(st.none() | st.integers(0, 3)),
+    )
+
+
+@st.composite
+def _messages(draw: st.DrawFn) -> Message:
+    return Message(
+        id=draw(st.none() | _texts),
+        user=draw(_text_parts),
+        assistant=draw(_text_parts),
+        tool_calls=draw(st.lists(_tool_calls(), max_size=2)),
+        date_time=draw(st.none() | st.just(Timestamp("2026-12-06T05:12:35.9737260Z"))),
+        source=draw(
+            st.none()
+            | st.builds(MessageSource, kind=st.none() | _texts, name=st.none() | _texts)
+            | st.just(MessageSource(kind="api", extra={"runId": "r"}))
+        ),
+        cache=draw(st.booleans()),
+        usage=draw(st.none() | _usages()),
+    )
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_messages(), min_size=1, max_size=3), st.sampled_from([0, 2]))
+def test_random_messages_are_written_as_the_general_path_writes_them(messages: list[Message], indent: int) -> None:
+    inst = Instance(messages=messages)
+    assert inst.dumps() == _general(inst)
+    for msg in messages:
+        head = message_lines(msg, indent)
+        if head is not None:
+            data = msg.to_data()
+            data.pop("usage", None)
+            assert head == yamlio.emit_block(data, indent)

@@ -12,10 +12,10 @@ from __future__ import annotations
 from datetime import date
 from decimal import Decimal
 
-from onellm.messages import Usage
-from onellm.yamlio import decimal_text, one_line
+from onellm.messages import Message, Part, TextPart, Timestamp, Usage
+from onellm.yamlio import decimal_text, emit_mapping, one_line
 
-__all__ = ["usage_lines"]
+__all__ = ["message_lines", "usage_lines"]
 
 
 def _text(value: object) -> str | None:
@@ -104,4 +104,124 @@ def usage_lines(usage: Usage, indent: int) -> str | None:
                 if type(line.as_of) is not date:
                     return None
                 out.append(f"{more}asOf: {one_line(line.as_of.isoformat())}\n")
+    return "".join(out)
+
+
+def _plain_texts(parts: list[Part], dash: str, more: str, out: list[str]) -> bool:
+    """`- text: ...` entries of text parts without annotations, extension keys or key layout, each on one line;
+    False when a part is outside that shape."""
+    for part in parts:
+        if type(part) is not TextPart or part._keys is not None or part.annotations or part.extra:
+            return False
+        text = _text(part.text)
+        if text is None:
+            return False
+        out.append(f"{dash}text: {text}\n")
+    return True
+
+
+def message_lines(msg: Message, indent: int) -> str | None:
+    """The lines of the block of `msg` (dash at column `indent`) before its `usage`, written straight from the
+    objects: text parts, tool calls with their inputs and text results, the time and the source. None when the message
+    is outside that shape (the general path then writes it), or has nothing before its usage."""
+    if msg._keys is not None or msg.extra or msg.when is not None or "_placement" in msg.__dict__:
+        return None
+    pad = " " * (indent + 2)
+    out: list[str] = []
+    lead = " " * indent + "- "
+    if msg.id is not None:
+        text = _text(msg.id)
+        if text is None:
+            return None
+        out.append(f"{lead}id: {text}\n")
+        lead = pad
+    dash = pad + "- "
+    more = pad + "  "
+    if msg.user:
+        out.append(f"{lead}user:\n")
+        lead = pad
+        if not _plain_texts(msg.user, dash, more, out):
+            return None
+    calls = msg.tool_calls
+    n = len(msg.assistant)
+    if any(call.after is not None and call.after < n for call in calls):
+        return None  # an order index follows
+    if n:
+        out.append(f"{lead}assistant:\n")
+        lead = pad
+        if not _plain_texts(msg.assistant, dash, more, out):
+            return None
+    if calls:
+        out.append(f"{lead}toolCalls:\n")
+        lead = pad
+        inner = more + "  "
+        for call in calls:
+            if (
+                call._keys is not None
+                or call.extra
+                or call.routine is not None
+                or call.invalid_inputs is not None
+                or call.cost is not None
+                or call.cost_lines
+                or call.when is not None
+                or call.injected
+                or call.injected_by is not None
+                or type(call.inputs) is not dict
+                or "_result_shape" in call.__dict__
+            ):
+                return None
+            first = dash
+            if call.id is not None:
+                text = _text(call.id)
+                if text is None:
+                    return None
+                out.append(f"{dash}id: {text}\n")
+                first = more
+            tool = _text(call.tool)
+            if tool is None:
+                return None
+            out.append(f"{first}tool: {tool}\n")
+            if call.inputs:
+                out.append(f"{more}inputs:\n")
+                out.append(emit_mapping(call.inputs, indent + 6))
+            else:
+                out.append(f"{more}inputs: {{}}\n")
+            result = call.result
+            if result is not None:
+                if result:
+                    out.append(f"{more}result:\n")
+                    if not _plain_texts(result, more + "- ", inner, out):
+                        return None
+                else:
+                    out.append(f"{more}result: []\n")
+            if call.is_error is True:
+                out.append(f"{more}isError: true\n")
+            elif call.is_error is not False:
+                return None
+    if msg.date_time is not None:
+        if type(msg.date_time) is not Timestamp:
+            return None
+        out.append(f"{lead}dateTime: {one_line(msg.date_time.text)}\n")
+        lead = pad
+    source = msg.source
+    if source is not None:
+        if source._keys is not None or source.extra:
+            return None
+        if source.kind is None and source.name is None:
+            out.append(f"{lead}source: {{}}\n")
+        else:
+            out.append(f"{lead}source:\n")
+            for key, value in (("kind", source.kind), ("name", source.name)):
+                if value is not None:
+                    text = _text(value)
+                    if text is None:
+                        return None
+                    out.append(f"{more}{key}: {text}\n")
+        lead = pad
+    if msg.cache is True:
+        out.append(f"{lead}cache: true\n")
+    elif msg.cache is not False:
+        return None
+    if not out:
+        return None
     return "".join(out)
