@@ -456,16 +456,15 @@ def _priced_turn(message_id: str, **extra: Any) -> Message:
 def test_a_turn_whose_calls_are_answered_is_written_as_if_from_scratch(
     indent: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import onellm.instances._model
+    from onellm.instances._write import usage_lines as real
 
     written: list[Usage] = []
-    real = onellm.instances._model.usage_lines
 
     def counting(usage: Usage, indent: int) -> str | None:
         written.append(usage)
         return real(usage, indent)
 
-    monkeypatch.setattr(onellm.instances._model, "usage_lines", counting)
+    monkeypatch.setattr("onellm.instances._model.usage_lines", counting)
     pad = " " * indent
     start = f"instanceId: i\nmessages:\n{pad}- id: a\n{pad}  user:\n{pad}  - text: hi\n"
     inst = Instance.loads(start)

@@ -4,7 +4,7 @@ usages and messages."""
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from onellm import yamlio
 from onellm.instances import Instance
 from onellm.instances._write import message_lines, usage_lines
-from onellm.messages import CostLine, Message, MessageSource, TextPart, Timestamp, ToolCall, Usage
+from onellm.messages import CostLine, Message, MessageSource, Part, TextPart, Timestamp, ToolCall, Usage
 
 CORPUS = Path(__file__).resolve().parents[4] / "testdata" / "formats" / "instances"
 VALID = sorted((CORPUS / "valid").glob("*.yaml"))
@@ -215,7 +215,7 @@ _values = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_texts, inner, max_size=3),
     max_leaves=6,
 )
-_text_parts = st.lists(st.builds(TextPart, text=_texts), max_size=2)
+_text_parts: st.SearchStrategy[list[Part]] = st.lists(st.builds(TextPart, text=_texts), max_size=2)
 
 
 @st.composite
@@ -259,3 +259,17 @@ def test_random_messages_are_written_as_the_general_path_writes_them(messages: l
             data = msg.to_data()
             data.pop("usage", None)
             assert head == yamlio.emit_block(data, indent)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.datetimes(timezones=st.just(UTC)) | st.datetimes(timezones=st.timezones()), st.integers(0, 9))
+def test_a_timestamp_is_written_double_quoted_as_the_general_path_writes_it(when: datetime, digit: int) -> None:
+    stamps = [Timestamp.from_datetime(when)]
+    text = stamps[0].text
+    if "." in text and text.endswith("Z"):
+        stamps.append(Timestamp(text[:-2] + str(digit) + "Z"))  # the seventh fractional digit
+    for stamp in stamps:
+        assert yamlio.one_line(stamp.text) == f'"{stamp.text}"'
+        msg = Message(id="m", date_time=stamp)
+        head = message_lines(msg, 0)
+        assert head == yamlio.emit_block(msg.to_data(), 0)

@@ -201,7 +201,9 @@ def message_lines(msg: Message, indent: int) -> str | None:
     if msg.date_time is not None:
         if type(msg.date_time) is not Timestamp:
             return None
-        out.append(f"{lead}dateTime: {one_line(msg.date_time.text)}\n")
+        # A timestamp's text is RFC 3339 (digits, `-`, `T`, `:`, `.`, `Z`, `+`): it reads as a date, so it is always
+        # double-quoted, and needs no escape.
+        out.append(f'{lead}dateTime: "{msg.date_time.text}"\n')
         lead = pad
     source = msg.source
     if source is not None:
