@@ -34,6 +34,32 @@ def _number(value: object) -> str | None:
     return None
 
 
+_LINE_TAILS: dict[tuple[object, object, object, int], str] = {}
+"""The label, source and date lines of cost lines already written, by those values and the block's indent: the same
+few catalog entries price every turn."""
+_TAILS_KEPT = 1000
+
+
+def _line_tail(label: object, source: object, as_of: object, more: str) -> str | None:
+    """The `label`, `source` and `asOf` lines of a cost line, or None when one is outside the common shape."""
+    out = []
+    if label is not None:
+        text = _text(label)
+        if text is None:
+            return None
+        out.append(f"{more}label: {text}\n")
+    if source is not None:
+        text = _text(source)
+        if text is None:
+            return None
+        out.append(f"{more}source: {text}\n")
+    if as_of is not None:
+        if type(as_of) is not date:
+            return None
+        out.append(f"{more}asOf: {one_line(as_of.isoformat())}\n")
+    return "".join(out)
+
+
 def usage_lines(usage: Usage, indent: int) -> str | None:
     """The `usage:` key and its lines in the block of a message whose dash sits at column `indent`, or None when the
     usage is outside the common shape."""
@@ -90,20 +116,22 @@ def usage_lines(usage: Usage, indent: int) -> str | None:
                 f"{more}unitPrice: {decimal_text(unit_price)}\n{more}multiplier: {decimal_text(multiplier)}\n"
                 f"{more}amount: {decimal_text(amount)}\n"
             )
-            if line.label is not None:
-                text = _text(line.label)
-                if text is None:
+            label, source, as_of = line.label, line.source, line.as_of
+            if not (
+                (label is None or type(label) is str)
+                and (source is None or type(source) is str)
+                and (as_of is None or type(as_of) is date)
+            ):
+                return None
+            tail_key = (label, source, as_of, indent)
+            tail = _LINE_TAILS.get(tail_key)
+            if tail is None:
+                tail = _line_tail(label, source, as_of, more)
+                if tail is None:
                     return None
-                out.append(f"{more}label: {text}\n")
-            if line.source is not None:
-                text = _text(line.source)
-                if text is None:
-                    return None
-                out.append(f"{more}source: {text}\n")
-            if line.as_of is not None:
-                if type(line.as_of) is not date:
-                    return None
-                out.append(f"{more}asOf: {one_line(line.as_of.isoformat())}\n")
+                if len(_LINE_TAILS) < _TAILS_KEPT:
+                    _LINE_TAILS[tail_key] = tail
+            out.append(tail)
     return "".join(out)
 
 
@@ -144,8 +172,6 @@ def message_lines(msg: Message, indent: int) -> str | None:
             return None
     calls = msg.tool_calls
     n = len(msg.assistant)
-    if any(call.after is not None and call.after < n for call in calls):
-        return None  # an order index follows
     if n:
         out.append(f"{lead}assistant:\n")
         lead = pad
@@ -168,6 +194,7 @@ def message_lines(msg: Message, indent: int) -> str | None:
                 or call.injected_by is not None
                 or type(call.inputs) is not dict
                 or "_result_shape" in call.__dict__
+                or (call.after is not None and call.after < n)  # an order index follows
             ):
                 return None
             first = dash
