@@ -273,3 +273,25 @@ def test_a_timestamp_is_written_double_quoted_as_the_general_path_writes_it(when
         msg = Message(id="m", date_time=stamp)
         head = message_lines(msg, 0)
         assert head == yamlio.emit_block(msg.to_data(), 0)
+
+
+class _Tagged(Message):
+    def to_data(self) -> dict[str, Any]:
+        return {**super().to_data(), "tag": 1}
+
+
+class _TaggedUsage(Usage):
+    def to_data(self) -> dict[str, Any]:
+        return {**super().to_data(), "tag": 1}
+
+
+def test_a_subclass_that_writes_itself_otherwise_is_left_to_the_general_path() -> None:
+    for msg in (
+        _Tagged(id="m", assistant=[TextPart(text="x")]),
+        _Tagged(id="m", assistant=[TextPart(text="x")], usage=Usage(input_tokens=1)),
+        Message(id="m", assistant=[TextPart(text="x")], usage=_TaggedUsage(input_tokens=1)),
+    ):
+        inst = Instance(messages=[msg])
+        text = inst.dumps()
+        assert text == _general(inst)
+        assert "tag: 1" in text

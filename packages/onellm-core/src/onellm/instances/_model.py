@@ -816,7 +816,7 @@ class Instance:
             if tail is None:
                 tail = yamlio.emit_mapping({"usage": usage.to_data()}, indent + 2)
             return head + tail
-        if usage is not None and msg._keys is None and not msg.extra and msg.when is None:
+        if usage is not None and type(msg) is Message and msg._keys is None and not msg.extra and msg.when is None:
             # The usage is the block's last key unless an order index or extra parts follow it.
             data = msg._data(False)
             if data and "partOrder" not in data and "extraParts" not in data:

@@ -1,10 +1,12 @@
-"""The `usage` lines of a message block written straight from the `Usage` object, for the usage of a priced turn.
+"""Message blocks of the common shapes written straight from the objects, instead of through their plain data.
 
-A priced turn's usage, with its cost lines, is most of the lines of its block, and every turn writes one. The general
-path builds the usage's plain data and hands it to the YAML writer, which looks at each key and value in turn; here
-the lines of the common shape are put together directly. What is written is byte for byte what the general path
-writes (`yamlio.emit_block` of the message's plain data); anything outside the common shape (a remembered key layout,
-extension keys, counters, a value of another type, text spanning lines) gets None, and the general path writes it.
+Every turn writes one new block: text parts, tool calls with their inputs and text results, the time and the source,
+and for a priced turn its usage with the cost lines, most of its lines. The general path builds the message's plain
+data and hands it to the YAML writer, which looks at each key and value in turn; here the lines of the common shapes
+are put together directly. What is written is byte for byte what the general path writes (`yamlio.emit_block` of the
+message's plain data); anything outside the common shapes (a remembered key layout, extension keys, counters, a value
+of another type, text spanning lines, an order index, a subclass, which may write itself otherwise) gets None, and the
+general path writes it.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 from datetime import date
 from decimal import Decimal
 
-from onellm.messages import Message, Part, TextPart, Timestamp, Usage
+from onellm.messages import CostLine, Message, MessageSource, Part, TextPart, Timestamp, ToolCall, Usage
 from onellm.yamlio import decimal_text, emit_mapping, one_line
 
 __all__ = ["message_lines", "usage_lines"]
@@ -63,7 +65,7 @@ def _line_tail(label: object, source: object, as_of: object, more: str) -> str |
 def usage_lines(usage: Usage, indent: int) -> str | None:
     """The `usage:` key and its lines in the block of a message whose dash sits at column `indent`, or None when the
     usage is outside the common shape."""
-    if usage._keys is not None or usage.extra or usage.counters:
+    if type(usage) is not Usage or usage._keys is not None or usage.extra or usage.counters:
         return None
     pad = " " * (indent + 4)
     out = [" " * (indent + 2) + "usage:\n"]
@@ -96,7 +98,7 @@ def usage_lines(usage: Usage, indent: int) -> str | None:
         dash = pad + "- "
         more = pad + "  "
         for line in usage.cost_lines:
-            if line._keys is not None or line.extra:
+            if type(line) is not CostLine or line._keys is not None or line.extra:
                 return None
             counter = _text(line.counter)
             quantity = _number(line.quantity)
@@ -152,7 +154,13 @@ def message_lines(msg: Message, indent: int) -> str | None:
     """The lines of the block of `msg` (dash at column `indent`) before its `usage`, written straight from the
     objects: text parts, tool calls with their inputs and text results, the time and the source. None when the message
     is outside that shape (the general path then writes it), or has nothing before its usage."""
-    if msg._keys is not None or msg.extra or msg.when is not None or "_placement" in msg.__dict__:
+    if (
+        type(msg) is not Message
+        or msg._keys is not None
+        or msg.extra
+        or msg.when is not None
+        or "_placement" in msg.__dict__
+    ):
         return None
     pad = " " * (indent + 2)
     out: list[str] = []
@@ -183,7 +191,8 @@ def message_lines(msg: Message, indent: int) -> str | None:
         inner = more + "  "
         for call in calls:
             if (
-                call._keys is not None
+                type(call) is not ToolCall
+                or call._keys is not None
                 or call.extra
                 or call.routine is not None
                 or call.invalid_inputs is not None
@@ -234,7 +243,7 @@ def message_lines(msg: Message, indent: int) -> str | None:
         lead = pad
     source = msg.source
     if source is not None:
-        if source._keys is not None or source.extra:
+        if type(source) is not MessageSource or source._keys is not None or source.extra:
             return None
         if source.kind is None and source.name is None:
             out.append(f"{lead}source: {{}}\n")
