@@ -51,17 +51,17 @@ def conversation(n: int, instance_id: str = "conv") -> Instance:
 
 
 class CountingToData:
-    """Counts `Message.to_data` calls: a message whose text is reused is never turned into data again."""
+    """Counts the message blocks written (`Instance._emit`): a message whose text is reused is never written again."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.calls = 0
-        original = Message.to_data
+        original = Instance._emit
 
-        def counted(msg: Message) -> dict[str, Any]:
+        def counted(inst: Instance, msg: Message, *args: Any) -> str:
             self.calls += 1
-            return original(msg)
+            return original(inst, msg, *args)
 
-        monkeypatch.setattr(Message, "to_data", counted)
+        monkeypatch.setattr(Instance, "_emit", counted)
 
 
 def test_every_key_of_the_format_is_an_attribute() -> None:
@@ -456,16 +456,15 @@ def _priced_turn(message_id: str, **extra: Any) -> Message:
 def test_a_turn_whose_calls_are_answered_is_written_as_if_from_scratch(
     indent: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import onellm.yamlio
+    from onellm.instances._write import usage_lines as real
 
-    written: list[list[str]] = []
-    real = onellm.yamlio.emit_block
+    written: list[Usage] = []
 
-    def counting(data: Any, indent: int = 0) -> str:
-        written.append(list(data))
-        return real(data, indent)
+    def counting(usage: Usage, indent: int) -> str | None:
+        written.append(usage)
+        return real(usage, indent)
 
-    monkeypatch.setattr(onellm.yamlio, "emit_block", counting)
+    monkeypatch.setattr("onellm.instances._model.usage_lines", counting)
     pad = " " * indent
     start = f"instanceId: i\nmessages:\n{pad}- id: a\n{pad}  user:\n{pad}  - text: hi\n"
     inst = Instance.loads(start)
@@ -477,8 +476,8 @@ def test_a_turn_whose_calls_are_answered_is_written_as_if_from_scratch(
     assert text == start + emit_block(inst.messages[-1].to_data(), indent)
     assert f"{pad}    - text: ok\n" in text
     assert Instance.loads(text).messages[-1] == inst.messages[-1]
-    # The pending turn was written whole; the answered one without usage, whose lines were the pending turn's.
-    assert [keys[-1] for keys in written] == ["usage", "dateTime"]
+    # The pending turn's usage lines were written; the answered turn, which holds the same usage object, reused them.
+    assert written == [pending.usage]
 
 
 def test_answered_turn_reuses_usage_text_only_when_it_is_still_good() -> None:

@@ -518,3 +518,11 @@ def test_whole_decimal_token_count_reads_as_int() -> None:
     assert usage is not None
     assert usage.input_tokens == 5
     assert type(usage.input_tokens) is int
+
+
+@pytest.mark.parametrize("zone", [UTC, timezone(timedelta(hours=2))])
+def test_a_timestamp_of_a_year_before_1000_has_four_year_digits(zone: timezone) -> None:
+    stamp = Timestamp.from_datetime(datetime(999, 1, 2, 3, 4, 5, 6, tzinfo=zone), 7)
+    assert stamp.text.startswith("0999-01-02T03:04:05.0000067")
+    assert Timestamp(stamp.text) == stamp
+    assert stamp.datetime == datetime(999, 1, 2, 3, 4, 5, 6, tzinfo=zone)

@@ -59,6 +59,7 @@ from onellm.instances._parts import (
     opt_timestamp,
     plain_copy,
 )
+from onellm.instances._write import message_lines, usage_lines
 from onellm.messages import Message, Timestamp
 from onellm.messages.memo import memo_for, snapshot
 
@@ -804,6 +805,28 @@ class Instance:
         """The block of `msg`, written out. A message that took the place of one with the same id (a turn's calls
         answered, say) and still holds that one's `usage` object reuses the written `usage` lines: they are most of a
         turn's block, and the object's text is still good while the old message's is (see `_settle`)."""
+        usage = msg.usage
+        head = message_lines(msg, indent)
+        if head is not None:
+            if usage is None:
+                return head
+            tail = self._usage_tail(msg, index, source, indent)
+            if tail is None:
+                tail = usage_lines(usage, indent)
+            if tail is None:
+                tail = yamlio.emit_mapping({"usage": usage.to_data()}, indent + 2)
+            return head + tail
+        if usage is not None and type(msg) is Message and msg._keys is None and not msg.extra and msg.when is None:
+            # The usage is the block's last key unless an order index or extra parts follow it.
+            data = msg._data(False)
+            if data and "partOrder" not in data and "extraParts" not in data:
+                tail = self._usage_tail(msg, index, source, indent)
+                if tail is None:
+                    tail = usage_lines(usage, indent)
+                if tail is not None:
+                    return yamlio.emit_block(data, indent) + tail
+                data["usage"] = usage.to_data()
+                return yamlio.emit_block(data, indent)
         data = msg.to_data()
         tail = self._usage_tail(msg, index, source, indent) if next(reversed(data), None) == "usage" else None
         if tail is None:

@@ -391,6 +391,10 @@ class Message(Model, kw_only=True):
 
     def to_data(self) -> dict[str, Any]:
         """The message as plain data: camelCase keys in the spec's order, the order index only when needed."""
+        return self._data(True)
+
+    def _data(self, with_usage: bool) -> dict[str, Any]:
+        """`to_data`, without the `usage` key when `with_usage` is false (a writer that writes the usage itself)."""
         out: dict[str, Any] = {}
         if self.id is not None:
             out["id"] = self.id
@@ -410,7 +414,7 @@ class Message(Model, kw_only=True):
             out["source"] = self.source.to_data()
         if self.cache:
             out["cache"] = True
-        if self.usage is not None:
+        if self.usage is not None and with_usage:
             out["usage"] = self.usage.to_data()
         if self.when is not None:
             out["when"] = self.when

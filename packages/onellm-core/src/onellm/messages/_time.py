@@ -127,7 +127,8 @@ class Timestamp:
             raise ValueError("hundred_ns is a single digit, 0-9")
         offset = value.utcoffset()
         assert offset is not None
-        base = f"{value:%Y-%m-%dT%H:%M:%S}.{value.microsecond:06d}{hundred_ns}"
+        # The year with four digits: `%Y` writes the years before 1000 with fewer on some platforms.
+        base = f"{value.year:04d}-{value:%m-%dT%H:%M:%S}.{value.microsecond:06d}{hundred_ns}"
         if not offset:
             return cls(base + "Z")
         total = int(offset.total_seconds()) // 60

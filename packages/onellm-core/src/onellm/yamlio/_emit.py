@@ -40,6 +40,7 @@ __all__ = [
     "emit_mapping",
     "key_text",
     "literal_ok",
+    "one_line",
     "plain",
     "plain_key",
     "plain_pattern",
@@ -168,6 +169,10 @@ def _one_line(text: str) -> str:
         if len(text) < 100 and len(_one_line_cache) < _CACHE_LIMIT:
             _one_line_cache[text] = found
     return found
+
+
+one_line = _one_line
+"""A one-line string (no line break) as the writer writes it as a value: itself when plain, else double-quoted."""
 
 
 def plain_key(key: str) -> bool:
