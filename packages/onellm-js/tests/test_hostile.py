@@ -147,6 +147,18 @@ async def test_a_bomb_ends_in_its_limit(name: str, hostile: JsSandbox, roomy: Js
     assert sandbox.limiter.active_runs == 0
 
 
+async def test_the_engines_out_of_memory_error_is_the_memory_limit(hostile: JsSandbox) -> None:
+    """The engine's out-of-memory error ends a run with the memory limit even when it reaches the end of the run as
+    the script's own error (raised where no stack trace could be prepared, the flag stays unset): here a script
+    throws an error of the same name and message that sets no flag, which takes that path."""
+    with pytest.raises(JsSandboxError) as info:
+        await hostile.run_code("const e = new Error('out of memory'); e.name = 'InternalError'; throw e")
+    assert info.value.kind is M
+    with pytest.raises(JsSandboxError) as other:
+        await hostile.run_code("throw new InternalError('something else')")
+    assert other.value.kind is S
+
+
 def test_the_host_process_memory_stayed_bounded(host_peak_before: int) -> None:
     # Every bomb above allocated up to its budget (or far more, for the ones the engine refused): in the worker
     # processes. The host's own peak grew by little.

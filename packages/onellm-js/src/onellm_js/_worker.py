@@ -246,6 +246,10 @@ class _Run:
         if status == "result":
             return {"error": _error("result", finished["message"])}
         error = finished["error"]
+        if error.get("name") == "InternalError" and error.get("message") == "out of memory":
+            # The engine's own error, reaching the end without the flag when it was raised where no stack trace
+            # could be prepared for it: the memory limit all the same.
+            return {"error": self._memory()}
         frames = _frames(error.get("stack", ""), self.line_offset)
         kind = "script"
         return {
