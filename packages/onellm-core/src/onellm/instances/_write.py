@@ -27,6 +27,15 @@ def _text(value: object) -> str | None:
     return None
 
 
+def _line(out: list[str], head: str, key: str, value: object) -> bool:
+    """Add the line `key: value` after `head` for a one-line string `value`; False (nothing added) for anything else."""
+    text = _text(value)
+    if text is None:
+        return False
+    out.append(f"{head}{key}: {text}\n")
+    return True
+
+
 def _number(value: object) -> str | None:
     """An int or Decimal as written, or None for anything else."""
     if type(value) is int:
@@ -44,17 +53,11 @@ _TAILS_KEPT = 1000
 
 def _line_tail(label: object, source: object, as_of: object, more: str) -> str | None:
     """The `label`, `source` and `asOf` lines of a cost line, or None when one is outside the common shape."""
-    out = []
-    if label is not None:
-        text = _text(label)
-        if text is None:
-            return None
-        out.append(f"{more}label: {text}\n")
-    if source is not None:
-        text = _text(source)
-        if text is None:
-            return None
-        out.append(f"{more}source: {text}\n")
+    out: list[str] = []
+    if label is not None and not _line(out, more, "label", label):
+        return None
+    if source is not None and not _line(out, more, "source", source):
+        return None
     if as_of is not None:
         if type(as_of) is not date:
             return None
@@ -69,16 +72,10 @@ def usage_lines(usage: Usage, indent: int) -> str | None:
         return None
     pad = " " * (indent + 4)
     out = [" " * (indent + 2) + "usage:\n"]
-    if usage.model is not None:
-        text = _text(usage.model)
-        if text is None:
-            return None
-        out.append(f"{pad}model: {text}\n")
-    if usage.service_tier is not None:
-        text = _text(usage.service_tier)
-        if text is None:
-            return None
-        out.append(f"{pad}serviceTier: {text}\n")
+    if usage.model is not None and not _line(out, pad, "model", usage.model):
+        return None
+    if usage.service_tier is not None and not _line(out, pad, "serviceTier", usage.service_tier):
+        return None
     for key, value, always in (
         ("inputTokens", usage.input_tokens, True),
         ("outputTokens", usage.output_tokens, True),
@@ -143,10 +140,8 @@ def _plain_texts(parts: list[Part], dash: str, more: str, out: list[str]) -> boo
     for part in parts:
         if type(part) is not TextPart or part._keys is not None or part.annotations or part.extra:
             return False
-        text = _text(part.text)
-        if text is None:
+        if not _line(out, dash, "text", part.text):
             return False
-        out.append(f"{dash}text: {text}\n")
     return True
 
 
@@ -166,10 +161,8 @@ def message_lines(msg: Message, indent: int) -> str | None:
     out: list[str] = []
     lead = " " * indent + "- "
     if msg.id is not None:
-        text = _text(msg.id)
-        if text is None:
+        if not _line(out, lead, "id", msg.id):
             return None
-        out.append(f"{lead}id: {text}\n")
         lead = pad
     dash = pad + "- "
     more = pad + "  "
@@ -208,10 +201,8 @@ def message_lines(msg: Message, indent: int) -> str | None:
                 return None
             first = dash
             if call.id is not None:
-                text = _text(call.id)
-                if text is None:
+                if not _line(out, dash, "id", call.id):
                     return None
-                out.append(f"{dash}id: {text}\n")
                 first = more
             tool = _text(call.tool)
             if tool is None:
@@ -250,11 +241,8 @@ def message_lines(msg: Message, indent: int) -> str | None:
         else:
             out.append(f"{lead}source:\n")
             for key, value in (("kind", source.kind), ("name", source.name)):
-                if value is not None:
-                    text = _text(value)
-                    if text is None:
-                        return None
-                    out.append(f"{more}{key}: {text}\n")
+                if value is not None and not _line(out, more, key, value):
+                    return None
         lead = pad
     if msg.cache is True:
         out.append(f"{lead}cache: true\n")
