@@ -47,7 +47,9 @@ BOMBS: dict[str, tuple[str, set[JsFailure]]] = {
     "repeat": ("return 'x'.repeat(1e9).length", {S}),
     "pad start": ("return ''.padStart(2 ** 30, 'ab').length", {S}),
     "flattened concatenation": ("let s = ''; for (let i = 0; ; i++) { s += i; s.charCodeAt(0) }", {M, F}),
-    "stringify growth": ("const a = []; for (;;) { a.push('x'.repeat(1000)); JSON.stringify(a) }", {M, F}),
+    # Each step here is a JSON.stringify of a megabyte or more, and the engine looks at its interrupt only every few
+    # thousand steps: the fuel check can come after the wall clock's on a loaded machine.
+    "stringify growth": ("const a = []; for (;;) { a.push('x'.repeat(1000)); JSON.stringify(a) }", {M, F, T}),
     "template growth": ("let s = 'a'; for (;;) { s = `${s}${s}`; s.indexOf('b') }", {M, S}),
     "from char code": ("return String.fromCharCode(...new Array(1e8).fill(65)).length", {M, S}),
     "split into characters": ("const s = 'abc'.repeat(5e6); return s.split('').length", {M}),
