@@ -195,7 +195,8 @@ async def test_a_cancelled_chat_turn_keeps_what_had_arrived_and_the_conversation
     runtime, provider, _ = _runtime()
     provider.enqueue(ScriptStep.text("Two", Pause()), ScriptStep.text("Three"))
     chat = runtime.chat("gpt-6-luna")
-    with pytest.raises(RunCancelledError), anyio.move_on_after(0.05):
+    # Half a second: time enough for the text before the pause to arrive on a loaded machine.
+    with pytest.raises(RunCancelledError), anyio.move_on_after(0.5):
         await chat.ask("Name a prime.")
     assert chat.instance.messages[-1].text == "Two"
     assert await chat.ask("And the next?") == "Three"
@@ -372,7 +373,8 @@ async def test_a_failed_save_after_a_provider_error_keeps_the_provider_error() -
 async def test_a_cancelled_call_the_store_cannot_save_still_raises_run_cancelled() -> None:
     runtime, provider, _, _ = _failing()
     provider.enqueue(ScriptStep.text("partial", Pause()))
-    with pytest.raises(RunCancelledError) as caught, anyio.move_on_after(0.05):
+    # Half a second: time enough for the text before the pause to arrive on a loaded machine.
+    with pytest.raises(RunCancelledError) as caught, anyio.move_on_after(0.5):
         await runtime.generate("gpt-6-luna", "x")
     assert caught.value.instance.messages[-1].text == "partial"
     assert any("was not saved" in note for note in getattr(caught.value, "__notes__", []))
