@@ -39,7 +39,7 @@ from onellm.providers._sse import SseDecoder, SseEvent
 if TYPE_CHECKING:
     import httpx
 
-    from onellm.messages import CallWarning
+    from onellm.messages import CallWarning, Message
     from onellm.providers._http import HttpCall, HttpTransport
 
 __all__ = [
@@ -156,17 +156,29 @@ def response_from(
     """The `ChatResponse` of a finished accumulator."""
     usage = accumulator.usage
     message = accumulator._message(usage)  # the response's usage is the message's (one object, not copied)
-    raw = accumulator.finish_reason
-    reason = None if raw is None else _FINISH_REASONS.get(raw, FinishReason.OTHER)
+    return whole_response(message, accumulator.finish_reason, accumulator.model, accumulator.response_id, warnings, extra)
+
+
+def whole_response(
+    message: Message,
+    finish_reason: str | None,
+    model: str | None,
+    response_id: str | None,
+    warnings: list[CallWarning] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> ChatResponse:
+    """The `ChatResponse` of a finished `message` (its usage is the response's): what `response_from` gives for an
+    accumulator that built the same message, for a provider that has its answer whole without events."""
+    reason = None if finish_reason is None else _FINISH_REASONS.get(finish_reason, FinishReason.OTHER)
     return ChatResponse(
-        message=message,
-        usage=usage,
-        finish_reason=reason,
-        provider_finish_reason=raw,
-        model=accumulator.model,
-        id=accumulator.response_id,
-        warnings=list(warnings or []),
-        extra=extra or {},
+        message,
+        message.usage,
+        reason,
+        finish_reason,
+        model,
+        response_id,
+        list(warnings) if warnings else [],
+        extra or {},
     )
 
 
