@@ -60,7 +60,9 @@ DRAIN_BYTES: Final = 64 * 1024
 DRAIN_SECONDS: Final = 1.0
 """How long that read may take; past either bound the connection is closed instead."""
 
-_COLLECTING: ContextVar[MessageAccumulator | None] = ContextVar("onellm_whole_answer", default=None)
+_COLLECTING: ContextVar[MessageAccumulator | collecting_lazily | None] = ContextVar(
+    "onellm_whole_answer", default=None
+)
 
 
 def whole_answer_accumulator() -> MessageAccumulator:
@@ -70,6 +72,9 @@ def whole_answer_accumulator() -> MessageAccumulator:
     if found is None:
         return MessageAccumulator()
     _COLLECTING.set(None)  # one answer per accumulator: a nested call builds its own
+    if type(found) is collecting_lazily:
+        made = found.accumulator = MessageAccumulator()
+        return made
     return found
 
 
@@ -85,6 +90,24 @@ class collecting_into:  # used as a function: `with collecting_into(accumulator)
     def __enter__(self) -> MessageAccumulator:
         self._token = _COLLECTING.set(self._accumulator)
         return self._accumulator
+
+    def __exit__(self, *exc: object) -> None:
+        _COLLECTING.reset(self._token)
+
+
+class collecting_lazily:  # used as a function: `with collecting_lazily() as collected:`
+    """`collecting_into` for a caller that may not need the accumulator: it is made only when a provider asks for one
+    (`whole_answer_accumulator`), and is then `accumulator`. A provider that has its answer whole without events
+    (the scripted provider) makes none."""
+
+    __slots__ = ("_token", "accumulator")
+
+    def __init__(self) -> None:
+        self.accumulator: MessageAccumulator | None = None
+
+    def __enter__(self) -> collecting_lazily:
+        self._token = _COLLECTING.set(self)
+        return self
 
     def __exit__(self, *exc: object) -> None:
         _COLLECTING.reset(self._token)

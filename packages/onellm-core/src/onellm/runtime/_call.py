@@ -33,7 +33,8 @@ import msgspec
 from onellm._public import publish as _publish
 from onellm.errors import MalformedResponseError, RunCancelledError, StorageError
 from onellm.messages import CallWarning, Cost, Message, MessageAccumulator, StreamEvent, TextDelta, Usage
-from onellm.providers import ChatRequest, ChatResponse, collecting_into, response_from
+from onellm.providers import ChatRequest, ChatResponse, response_from
+from onellm.providers._stream import collecting_lazily
 from onellm.runtime._assets import inline_assets
 from onellm.runtime._cache import cache_key
 from onellm.runtime._output import parse_output, response_format_for
@@ -97,6 +98,29 @@ class ModelCall:
             a conversation, whose turn refused before sending is taken out again.
         raw_turns: Write a `rawTurn` record with the request and response bodies, secrets masked.
     """
+
+    __slots__ = (
+        "accumulator",
+        "begun",
+        "events",
+        "final_state",
+        "instance",
+        "key",
+        "lease",
+        "model",
+        "output",
+        "owns_instance",
+        "provider",
+        "raw",
+        "request",
+        "requested_model",
+        "reservation",
+        "segment",
+        "services",
+        "span",
+        "started",
+        "turn",
+    )
 
     def __init__(
         self,
@@ -206,18 +230,21 @@ class ModelCall:
         cached = await self._begin()
         if cached is not None:
             return await self._finish(cached, cached=True)
-        # The provider builds its whole answer in this accumulator, so a cancelled call keeps what had arrived.
-        partial = self.accumulator = MessageAccumulator()
+        # A provider that builds its whole answer from events builds it in an accumulator of the call's, so a
+        # cancelled call keeps what had arrived (one that has it whole at once makes none).
+        collected = collecting_lazily()
         try:
-            with collecting_into(partial):
+            with collected:
                 if self.raw is None:
                     response = await self.provider.send(self.request)
                 else:
                     with self._capturing():
                         response = await self.provider.send(self.request)
         except anyio.get_cancelled_exc_class() as cancelled:
+            self.accumulator = collected.accumulator or MessageAccumulator()
             raise await self._cancelled(cancelled) from cancelled
         except Exception as error:
+            self.accumulator = collected.accumulator or MessageAccumulator()
             await self._failed(error)
             raise
         return await self._finish(response)
