@@ -57,6 +57,8 @@ _JSON = msgspec.json.Decoder(float_hook=Decimal)
 
 
 _UNSHIELDED = contextlib.nullcontext()
+_FREE = Cost()
+"""The cost of a cached answer (frozen: one for all)."""
 _NO_OPTIONS: Mapping[str, Any] = {}
 
 
@@ -69,11 +71,12 @@ def _start_model_call() -> Any:
 
 
 @functools.cache
-def _request_adjuster() -> Any:
-    """`RequestAdjuster`, imported on the first call (the catalog's adjuster is not needed to import the runtime)."""
-    from onellm.catalog.adjust import RequestAdjuster
+def _adjust_request() -> Any:
+    """`onellm.catalog.adjust.adjust_request`, imported on the first call (the catalog's adjuster is not needed to
+    import the runtime)."""
+    from onellm.catalog.adjust import adjust_request
 
-    return RequestAdjuster
+    return adjust_request
 
 
 class ModelCall:
@@ -159,7 +162,7 @@ class ModelCall:
         # grows). An agent's first turn has them there too: its prompts are stored as they are added.
         messages = inline_assets(services.store, instance, sent)
         request = ChatRequest(model=name, messages=messages, system=system, profile=model.profile, **options)
-        self.request: ChatRequest = _request_adjuster()(model).adjust_request(request)
+        self.request: ChatRequest = _adjust_request()(model, request)
         self.raw: RawExchange | None = None
         if raw_turns or services.llm_turn_logs:
             from onellm.providers import RawExchange
@@ -302,14 +305,15 @@ class ModelCall:
         """Price, settle, save and record a paid answer, all shielded from cancellation."""
         services = self.services
         unsaved: StorageError | None = None
+        recording = services.recording
         # `services.save` shields itself (`RuntimeServices.save`): a scope of the call's own is needed only when
         # something else is awaited here (records, giving the lease back, saving an answer the output type refused).
-        shielded = self.lease is not None or self.output is not None or services.recording
+        shielded = self.lease is not None or self.output is not None or recording
         with anyio.CancelScope(shield=True) if shielded else _UNSHIELDED:
             try:
                 usage = response.usage
                 if cached:
-                    cost = Cost()
+                    cost = _FREE
                 else:
                     cost = self._price(usage)
                     if self.reservation is not None:
@@ -319,8 +323,9 @@ class ModelCall:
                 turn.assistant = list(answer.assistant)
                 turn.tool_calls = list(answer.tool_calls)
                 if usage is not None:
+                    lines = cost.lines
                     usage = msgspec.structs.replace(
-                        usage, cost=cost.total if cost.priced or cost.lines else None, cost_lines=list(cost.lines)
+                        usage, cost=cost.total if cost.priced or lines else None, cost_lines=list(lines)
                     )
                     turn.usage = usage
                 warnings = list(self.request.warnings)
@@ -351,7 +356,7 @@ class ModelCall:
                     unsaved = error
                 if self.owns_instance:
                     services.spend.forget(instance)
-                if services.recording:
+                if services.recording:  # read again: a sink may have been added while the call was saved
                     records = self._answer_records(response, usage)
                     if unsaved is not None:
                         records.append(self._error_record(unsaved, "save"))
@@ -362,8 +367,10 @@ class ModelCall:
                     else:  # a sink added while the call was saved
                         with anyio.CancelScope(shield=True):
                             await services.record(*records)
-                if services.cache is not None and self.key is not None and not cached:
-                    services.cache.put(self.key, response)
+                if self.key is not None and not cached:
+                    cache = services.cache
+                    if cache is not None:
+                        cache.put(self.key, response)
                 result: AskResult[Any] = AskResult(
                     text=text,
                     value=value,
