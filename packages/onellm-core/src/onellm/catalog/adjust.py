@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from onellm.catalog._catalog import ResolvedModel
     from onellm.messages import CallWarning
 
-__all__ = ["Adjustment", "RequestAdjuster", "RequestSettings", "settings_of"]
+__all__ = ["Adjustment", "RequestAdjuster", "RequestSettings", "adjust_request", "settings_of"]
 
 _NEUTRAL_TIERS = frozenset({"standard", "default", "auto"})
 _PASSING_LIMIT = 256

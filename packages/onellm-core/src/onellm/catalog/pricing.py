@@ -444,6 +444,7 @@ def _price_main(table: PriceTable, usage: Usage) -> Cost | None:
     for amount, step in zip(
         (usage.input_tokens, usage.output_tokens, usage.cache_creation_input_tokens, usage.cache_read_input_tokens),
         plan,
+        strict=True,
     ):
         if not amount:
             continue

@@ -44,6 +44,7 @@ __all__ = [
     "ToolCallEnd",
     "ToolCallStart",
     "UsageEvent",
+    "parse_arguments",
 ]
 
 

@@ -50,9 +50,11 @@ __all__ = [
     "FrameReader",
     "collect",
     "collecting_into",
+    "collecting_lazily",
     "feed_each",
     "response_from",
     "whole_answer_accumulator",
+    "whole_response",
 ]
 
 DRAIN_BYTES: Final = 64 * 1024
@@ -60,9 +62,7 @@ DRAIN_BYTES: Final = 64 * 1024
 DRAIN_SECONDS: Final = 1.0
 """How long that read may take; past either bound the connection is closed instead."""
 
-_COLLECTING: ContextVar[MessageAccumulator | collecting_lazily | None] = ContextVar(
-    "onellm_whole_answer", default=None
-)
+_COLLECTING: ContextVar[MessageAccumulator | collecting_lazily | None] = ContextVar("onellm_whole_answer", default=None)
 
 
 def whole_answer_accumulator() -> MessageAccumulator:
@@ -72,10 +72,10 @@ def whole_answer_accumulator() -> MessageAccumulator:
     if found is None:
         return MessageAccumulator()
     _COLLECTING.set(None)  # one answer per accumulator: a nested call builds its own
-    if type(found) is collecting_lazily:
-        made = found.accumulator = MessageAccumulator()
-        return made
-    return found
+    if isinstance(found, MessageAccumulator):
+        return found
+    made = found.accumulator = MessageAccumulator()
+    return made
 
 
 class collecting_into:  # used as a function: `with collecting_into(accumulator):`
@@ -179,7 +179,9 @@ def response_from(
     """The `ChatResponse` of a finished accumulator."""
     usage = accumulator.usage
     message = accumulator._message(usage)  # the response's usage is the message's (one object, not copied)
-    return whole_response(message, accumulator.finish_reason, accumulator.model, accumulator.response_id, warnings, extra)
+    return whole_response(
+        message, accumulator.finish_reason, accumulator.model, accumulator.response_id, warnings, extra
+    )
 
 
 def whole_response(
@@ -512,4 +514,4 @@ class EventStream:
                 await response.aclose()
 
 
-_publish("onellm.providers", collecting_into)
+_publish("onellm.providers", collecting_into, collecting_lazily)

@@ -33,8 +33,7 @@ import msgspec
 from onellm._public import publish as _publish
 from onellm.errors import MalformedResponseError, RunCancelledError, StorageError
 from onellm.messages import CallWarning, Cost, Message, MessageAccumulator, StreamEvent, TextDelta, Usage
-from onellm.providers import ChatRequest, ChatResponse, response_from
-from onellm.providers._stream import collecting_lazily
+from onellm.providers import ChatRequest, ChatResponse, collecting_lazily, response_from
 from onellm.runtime._assets import inline_assets
 from onellm.runtime._cache import cache_key
 from onellm.runtime._output import parse_output, response_format_for

@@ -46,8 +46,8 @@ from onellm.messages import (
     ToolCallStart,
     Usage,
     UsageEvent,
+    parse_arguments,
 )
-from onellm.messages._events import parse_arguments
 from onellm.providers import (
     ChatRequest,
     ChatResponse,
@@ -55,8 +55,8 @@ from onellm.providers import (
     EmbeddingResponse,
     response_from,
     whole_answer_accumulator,
+    whole_response,
 )
-from onellm.providers._stream import whole_response
 
 if TYPE_CHECKING:
     from onellm.clock import Clock
