@@ -222,16 +222,25 @@ class ModelCall:
                 raise await self._cancelled(cancelled) from cancelled
         if hit is not None:
             return hit
+        self._start_span()
+        return None
+
+    def _start_span(self) -> None:
         self.span = _start_model_call()("chat", self.model.provider, self.requested_model)
         self.started = time.perf_counter()
-        return None
 
     # ----------------------------------------------------------------------------------------------------- whole
     async def whole(self) -> AskResult[Any]:
         """Send the call and wait for the whole answer."""
-        cached = await self._begin()
-        if cached is not None:
-            return await self._finish(cached, cached=True)
+        services = self.services
+        if self.segment or services.cache is not None:
+            cached = await self._begin()
+            if cached is not None:
+                return await self._finish(cached, cached=True)
+        else:  # `_begin` with no cache to ask, no lease to take and no `run` record to write: nothing to await
+            self.reservation = services.spend.reserve(self.model, self.request, self.instance)
+            self.begun = True
+            self._start_span()
         # A provider that builds its whole answer from events builds it in an accumulator of the call's, so a
         # cancelled call keeps what had arrived (one that has it whole at once makes none).
         collected = collecting_lazily()
