@@ -276,3 +276,59 @@ def test_media_anywhere_in_the_history_is_counted_and_refused() -> None:
     assert RequestAdjuster(model).adjust_request(plain) is plain
     with pytest.raises(UnsupportedParameterError, match="PDF"):
         RequestAdjuster(model).adjust_request(request)  # the PDF is in a tool call's result
+
+
+def test_adjust_request_for_a_model_misses_what_it_kept_when_any_setting_changes() -> None:
+    """`adjust_request(model, request)` returns a request whose settings passed before as it is; a request that differs
+    in any setting, or a model from a reloaded catalog, is judged again."""
+    from dataclasses import replace
+
+    from onellm.catalog.adjust import adjust_request
+    from onellm.messages import AssetPart, Message, TextPart
+    from onellm.providers import ChatRequest, ToolDefinition
+    from onellm.providers._request import CacheOptions, ReasoningOptions, ResponseFormat, ToolChoice
+
+    layers = [
+        {
+            "name": "p",
+            "models": [
+                {
+                    "name": "m",
+                    "maxOutputTokens": 4000,
+                    "supportsTools": False,
+                    "supportsStructuredOutput": False,
+                    "supportsCaching": False,
+                    "supportsAudio": False,
+                    "thinking": {"budget": True, "minBudget": 1024, "efforts": ["low"]},
+                    "serviceTiers": {"flex": {"pricingMultiplier": 0.5}},
+                }
+            ],
+        }
+    ]
+    model = Catalog.from_layers(layers).resolve("p:m")
+    base = ChatRequest(model="m", messages=[Message(user=[TextPart("hi")])], max_output_tokens=100)
+    assert adjust_request(model, base) is base
+    assert adjust_request(model, base) is base  # kept: the same settings pass again
+    clamped = adjust_request(model, replace(base, max_output_tokens=9000))
+    assert clamped.max_output_tokens == 4000
+    assert [w.kind for w in clamped.warnings] == ["parameter_clamped"]
+    budget = adjust_request(model, replace(base, reasoning=ReasoningOptions(effort="low", budget_tokens=10)))
+    assert budget.reasoning == ReasoningOptions(effort="low", budget_tokens=1024)
+    assert adjust_request(model, replace(base, cache=CacheOptions())).cache is None
+    for refused in (
+        replace(base, tools=[ToolDefinition("t")]),
+        replace(base, tool_choice=ToolChoice("required")),
+        replace(base, response_format=ResponseFormat.json_schema({"type": "object"})),
+        replace(base, reasoning=ReasoningOptions(effort="high")),
+        replace(base, service_tier="priority"),
+        replace(base, messages=[*base.messages, Message(user=[AssetPart(content_type="audio/wav", data=b"x")])]),
+    ):
+        with pytest.raises(UnsupportedParameterError):
+            adjust_request(model, refused)
+    assert adjust_request(model, base) is base
+    # A reloaded catalog that takes no temperature: its model keeps nothing of the old one's.
+    warm = replace(base, temperature=0.5)
+    assert adjust_request(model, warm) is warm
+    layers[0]["models"][0]["supportsTemperature"] = False  # type: ignore[index]
+    stripped = adjust_request(Catalog.from_layers(layers).resolve("p:m"), warm)
+    assert stripped.temperature is None

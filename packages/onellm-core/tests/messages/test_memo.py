@@ -102,6 +102,12 @@ def test_copies_start_without_a_memo() -> None:
     for other in (copy.copy(msg), copy.deepcopy(msg)):
         assert MEMO not in other.__dict__
         assert other == msg
+    # A message read from data keeps its key layout in the same dict: a copy carries the layout, not the memo.
+    read = Message.from_data({"x-first": 1, "id": "m", "user": [{"text": "x"}]})
+    assert memo_of(read) is not None
+    for other in (copy.copy(read), copy.deepcopy(read)):
+        assert MEMO not in other.__dict__
+        assert list(other.to_data()) == ["x-first", "id", "user"]
 
 
 class Counting:

@@ -526,3 +526,33 @@ def test_a_timestamp_of_a_year_before_1000_has_four_year_digits(zone: timezone) 
     assert stamp.text.startswith("0999-01-02T03:04:05.0000067")
     assert Timestamp(stamp.text) == stamp
     assert stamp.datetime == datetime(999, 1, 2, 3, 4, 5, 6, tzinfo=zone)
+
+
+class _Later(datetime):
+    """A datetime subclass: `Timestamp.from_datetime` writes it by its general path."""
+
+
+def test_a_timestamp_in_another_second_is_written_anew() -> None:
+    """The text up to the seconds is kept for the last second written: an instant in any other second (one before
+    it, the next one, another day, the last second there is) gets its own, as the general path writes it."""
+    instants = [
+        datetime(2026, 3, 4, 5, 6, 7, 123456, tzinfo=UTC),
+        datetime(2026, 3, 4, 5, 6, 7, 999999, tzinfo=UTC),
+        datetime(2026, 3, 4, 5, 6, 8, tzinfo=UTC),
+        datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC),
+        datetime(2026, 3, 4, 5, 6, 6, 999999, tzinfo=UTC),
+        datetime(2027, 3, 4, 5, 6, 7, 123456, tzinfo=UTC),
+        datetime(2026, 3, 5, 5, 6, 7, 123456, tzinfo=UTC),
+        datetime(1000, 1, 1, tzinfo=UTC),
+        datetime.max.replace(tzinfo=UTC),
+        datetime.max.replace(microsecond=5, tzinfo=UTC),
+        datetime.max.replace(microsecond=0, tzinfo=UTC),
+        datetime(2026, 3, 4, 5, 6, 7, 123456, tzinfo=UTC),
+    ]
+    for instant in instants:
+        for digit in (0, 9):
+            general = Timestamp.from_datetime(_Later.combine(instant.date(), instant.timetz()), digit)
+            stamp = Timestamp.from_datetime(instant, digit)
+            assert stamp.text == general.text
+            assert stamp.datetime == instant
+            assert stamp.hundred_ns == digit

@@ -4,10 +4,11 @@ import anyio
 import pytest
 
 from onellm.errors import ProviderError, RateLimitError
-from onellm.messages import Message, TextPart, Usage
+from onellm.messages import CallWarning, Message, TextPart, Usage
 from onellm.messages._events import Done, MessageAccumulator, TextDelta, UsageEvent
 from onellm.providers._protocols import EmbeddingRequest
 from onellm.providers._request import ChatRequest, FinishReason
+from onellm.providers._stream import collect
 from onellm.testing import ScriptedProvider, ScriptedToolCall, ScriptStep
 
 pytestmark = pytest.mark.anyio
@@ -32,6 +33,34 @@ async def test_whole_and_streamed_answers_build_equal_messages() -> None:
         assert acc.message() == answer.message
     whole.assert_complete()
     streamed.assert_complete()
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        ScriptStep.text_with_usage(["Green lights, ", "", "red build."], 10, 4),
+        ScriptStep.text("", ""),
+        ScriptStep(),
+        ScriptStep.calls(ScriptedToolCall("c1", "get_docket", {"caseNo": "24-1234"}), text="Looking.", input_tokens=3),
+        ScriptStep.calls(ScriptedToolCall("c1", "a", "not json"), ScriptedToolCall("c2", "b", "[1]")),
+        ScriptStep.calls(ScriptedToolCall("c1", "a", ""), ScriptedToolCall(None, "b", {"n": (1, 2)})),  # type: ignore[arg-type]
+        ScriptStep(pieces=("x",), finish_reason="length", model="answering-model", usage=Usage(service_tier="flex")),
+        ScriptStep(pieces=("x",), finish_reason="a reason of its own"),
+    ],
+)
+async def test_a_whole_answer_is_the_response_its_events_make(step: ScriptStep) -> None:
+    """`send` builds an answer without pauses whole; it equals the response the same step's events make."""
+    warning = CallWarning(kind="parameter_stripped", message="temperature was not sent")
+    request = ChatRequest(model="gpt-6-luna", messages=[Message(user=[TextPart("hi")])], warnings=[warning])
+    whole = ScriptedProvider("openai").enqueue(step)
+    streamed = ScriptedProvider("openai").enqueue(step)
+    answer = await whole.send(request)
+    events = await collect(streamed.stream(request), request.warnings)
+    assert answer == events
+    assert answer.message.to_data() == events.message.to_data()
+    assert answer.usage is answer.message.usage
+    assert answer.warnings == [warning]
+    assert answer.warnings is not request.warnings
 
 
 async def test_text_usage_and_finish() -> None:

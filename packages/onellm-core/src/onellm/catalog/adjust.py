@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from onellm.catalog._catalog import ResolvedModel
     from onellm.messages import CallWarning
 
-__all__ = ["Adjustment", "RequestAdjuster", "RequestSettings", "settings_of"]
+__all__ = ["Adjustment", "RequestAdjuster", "RequestSettings", "adjust_request", "settings_of"]
 
 _NEUTRAL_TIERS = frozenset({"standard", "default", "auto"})
 _PASSING_LIMIT = 256
@@ -141,6 +141,47 @@ def _settings_of(request: Any, *, count_media: bool) -> RequestSettings:
 def _settings_values(request: Any, *, count_media: bool) -> tuple[Any, ...]:
     """The fields of the request's `RequestSettings`, in their order; the media counts 0 unless `count_media` (walking
     the messages is the costly part, and only a model that cannot read some medium needs the counts)."""
+    try:  # a `ChatRequest` (or anything with its fields): read without defaults
+        reasoning = request.reasoning
+        cache = request.cache
+        tool_choice = request.tool_choice
+        response_format = request.response_format
+        tools = request.tools
+        hosted = request.hosted_tools
+        temperature = request.temperature
+        top_p = request.top_p
+        max_output_tokens = request.max_output_tokens
+        service_tier = request.service_tier
+    except AttributeError:
+        return _values_with_defaults(request, count_media=count_media)
+    images, pdfs, audio, video = _media_counts(request) if count_media else _NO_MEDIA
+    if reasoning is None:
+        effort = budget = summary = None
+    else:
+        effort = getattr(reasoning, "effort", None)
+        budget = getattr(reasoning, "budget_tokens", None)
+        summary = getattr(reasoning, "summary", None)
+    return (
+        temperature,
+        top_p,
+        effort,
+        budget,
+        summary,
+        max_output_tokens,
+        cache is not None and getattr(cache, "enabled", True) is not False,
+        len(tools or ()) + len(hosted or ()),
+        tool_choice is not None and getattr(tool_choice, "mode", "auto") in ("required", "tool"),
+        response_format is not None and getattr(response_format, "type", None) == "json_schema",
+        images,
+        pdfs,
+        audio,
+        video,
+        service_tier,
+    )
+
+
+def _values_with_defaults(request: Any, *, count_media: bool) -> tuple[Any, ...]:
+    """`_settings_values` of an object that lacks some of a request's fields."""
     reasoning = getattr(request, "reasoning", None)
     cache = getattr(request, "cache", None)
     images, pdfs, audio, video = _media_counts(request) if count_media else (0, 0, 0, 0)
@@ -163,6 +204,17 @@ def _settings_values(request: Any, *, count_media: bool) -> tuple[Any, ...]:
     )
 
 
+def adjust_request(model: ResolvedModel, request: Any) -> Any:
+    """`RequestAdjuster(model).adjust_request(request)`; settings the model was seen to pass unchanged (what the
+    adjuster keeps on the resolved model) return the request without making an adjuster."""
+    memo = getattr(model, "_derived", None)
+    if type(memo) is dict:
+        passing = memo.get("adjust.passing")
+        if passing and _settings_values(request, count_media=memo["adjust.refuses_media"]) in passing:
+            return request
+    return RequestAdjuster(model).adjust_request(request)
+
+
 def _warning(kind: str, message: str, **detail: Any) -> CallWarning:
     from onellm.messages import CallWarning
 
@@ -183,8 +235,7 @@ class RequestAdjuster:
         """Adjust a provider `ChatRequest` in one step: read its settings, adjust them, and return the request to
         send (a copy when anything changed) with the warnings added to its `warnings`. Raises
         `UnsupportedParameterError` like `adjust`."""
-        import dataclasses as _dc
-
+        _dc = dataclasses
         cls = type(self)
         memo = getattr(self.model, "_derived", None)
         if (

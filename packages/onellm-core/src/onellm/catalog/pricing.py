@@ -193,7 +193,7 @@ class PriceTable:
             candidates = self.items.get(counter, ())
             if all(not item.when for item in candidates):
                 self._fixed[counter] = candidates[0].resolved if candidates else self._flat_prices[counter]
-        self._main_plan: dict[str, _MainStep | None] | None = None
+        self._main_plan: tuple[_MainStep | None, ...] | None = None
         """What the fast path prices the four main counters with, made on first use (`_main_plan`)."""
         self._main_apart = not any(c in self.subset_of for c in KNOWN_PRICE_COUNTERS)
         """No main counter counts tokens inside another."""
@@ -441,23 +441,23 @@ def _price_main(table: PriceTable, usage: Usage) -> Cost | None:
         plan = table._main_plan = _main_plan(table)
     lines = []
     total = _ZERO
-    for counter, amount in (
-        ("inputTokens", usage.input_tokens),
-        ("outputTokens", usage.output_tokens),
-        ("cacheCreationInputTokens", usage.cache_creation_input_tokens),
-        ("cacheReadInputTokens", usage.cache_read_input_tokens),
+    for amount, step in zip(
+        (usage.input_tokens, usage.output_tokens, usage.cache_creation_input_tokens, usage.cache_read_input_tokens),
+        plan,
+        strict=True,
     ):
         if not amount:
             continue
-        step = plan[counter]
         if step is None:
             return None
-        price, divisor, quantum, digits, shift = step
+        counter, label, price, divisor, quantum, digits, shift = step
         # `_line` for a main counter: quantity × unit ÷ per (a power of ten), at the price's scale.
         if digits is not None and type(amount) is int and -_FUSED_LIMIT < (whole := amount * digits) < _FUSED_LIMIT:
             # The same amount in one step: the unit's digits times the quantity, the point moved to the price's
             # scale (nothing is rounded, and the quantize below would only have added zeros).
             value = Decimal(whole).scaleb(shift, _EXACT)
+            # Zero plus an amount with no positive exponent is that amount, digit for digit.
+            total = value if total is _ZERO else _EXACT.add(total, value)
         else:
             value = _EXACT.multiply(Decimal(amount), price.unit)
             if divisor is not None:
@@ -466,36 +466,37 @@ def _price_main(table: PriceTable, usage: Usage) -> Cost | None:
                 value = _to_quantum(value, quantum)
             else:
                 value = at_price_scale(value, amount, price.per, price.unit, _ONE)
-        line = CostLine(
-            counter=counter,
-            quantity=amount,
-            per=price.per,
-            unit_price=price.unit,
-            multiplier=_ONE,
-            amount=value,
-            label=price.label or _LABELS[counter],
-            source=price.source,
-            as_of=price.as_of,
+            total = _EXACT.add(total, value)
+        lines.append(
+            CostLine(
+                counter=counter,
+                quantity=amount,
+                per=price.per,
+                unit_price=price.unit,
+                multiplier=_ONE,
+                amount=value,
+                label=label,
+                source=price.source,
+                as_of=price.as_of,
+            )
         )
-        lines.append(line)
-        total = _EXACT.add(total, value)
     return Cost(lines=tuple(lines), total=total)
 
 
-_MainStep = tuple["_Price", Decimal | None, Decimal | None, int | None, int]
+_MainStep = tuple[str, str, "_Price", Decimal | None, Decimal | None, int | None, int]
 _FUSED_LIMIT = 10**80
 """Amounts with fewer digits than this are made in one step (`_ADD_ZEROS` quantizes at 80 digits)."""
 
 
-def _main_plan(table: PriceTable) -> dict[str, _MainStep | None]:
-    """What `_price_main` needs of each main counter, worked out once per table: its price, the divisor (None for a
-    `per` of 1) and the quantum of its amounts (`at_price_scale`'s, None when it leaves amounts as they are); None
-    for a counter the fast path cannot price."""
-    plan: dict[str, _MainStep | None] = {}
+def _main_plan(table: PriceTable) -> tuple[_MainStep | None, ...]:
+    """What `_price_main` needs of each main counter, in `_MAIN`'s order, worked out once per table: the counter, its
+    line's label, its price, the divisor (None for a `per` of 1) and the quantum of its amounts (`at_price_scale`'s,
+    None when it leaves amounts as they are); None for a counter the fast path cannot price."""
+    plan: list[_MainStep | None] = []
     for counter in _MAIN:
         price = table.price_of(counter, _NO_QUALIFIERS)
         if price is None or price.per not in _DECIMAL_PERS:
-            plan[counter] = None
+            plan.append(None)
             continue
         per = int(price.per)
         divisor = None if price.per == 1 else Decimal(price.per)
@@ -508,8 +509,8 @@ def _main_plan(table: PriceTable) -> dict[str, _MainStep | None]:
         sign, unit_digits, exponent = unit.as_tuple()
         if quantum is not None and not sign and isinstance(exponent, int):
             digits = int("".join(map(str, unit_digits)) or "0") * 10 ** max(exponent, 0)
-        plan[counter] = (price, divisor, quantum, digits, -places)
-    return plan
+        plan.append((counter, price.label or _LABELS[counter], price, divisor, quantum, digits, -places))
+    return tuple(plan)
 
 
 def _to_quantum(value: Decimal, quantum: Decimal) -> Decimal:

@@ -25,6 +25,7 @@ from onellm.messages._events import (
     ToolCallEnd,
     ToolCallStart,
     UsageEvent,
+    parse_arguments,
 )
 from onellm.messages._message import Message, MessageSource, ToolCall
 from onellm.messages._parts import (
@@ -87,6 +88,7 @@ __all__ = [
     "UsageEvent",
     "at_price_scale",
     "format_money",
+    "parse_arguments",
     "part_from_data",
     "plain_data",
 ]

@@ -37,7 +37,9 @@ class Model(msgspec.Struct, kw_only=True, dict=True, repr_omit_defaults=True):
 
     def __copy__(self) -> Self:
         new = msgspec.structs.replace(self)
-        new.__dict__.update(_layout(self))
+        found = self.__dict__
+        if found and (len(found) > 1 or _MEMO not in found):  # a layout to carry (not only a memo)
+            new.__dict__.update(_layout(self))
         return new
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Self:

@@ -44,6 +44,7 @@ __all__ = [
     "ToolCallEnd",
     "ToolCallStart",
     "UsageEvent",
+    "parse_arguments",
 ]
 
 
@@ -225,7 +226,7 @@ class _Block:
 _decode_json = msgspec.json.Decoder().decode
 
 
-def _parse_arguments(text: str) -> tuple[dict[str, Any], str | None]:
+def parse_arguments(text: str) -> tuple[dict[str, Any], str | None]:
     """Tool call arguments: a JSON object becomes the inputs; anything else is kept as invalid inputs."""
     if not text.strip():
         return {}, None
@@ -402,7 +403,7 @@ class MessageAccumulator:
             if kind == _TEXT:
                 assistant.append(TextPart(block.text(), list(block.annotations)))
             elif kind == _TOOL:
-                inputs, invalid = _parse_arguments(block.text())
+                inputs, invalid = parse_arguments(block.text())
                 fields = block.fields
                 tool = fields.get("tool")
                 if tool is None:

@@ -302,7 +302,17 @@ class Message(Model, kw_only=True):
     @property
     def text(self) -> str:
         """The assistant's text parts joined together."""
-        return "".join(p.text for p in self.assistant if type(p) is TextPart)
+        parts = self.assistant
+        if not parts:
+            return ""
+        if len(parts) == 1:  # the usual answer: one text part, or none
+            part = parts[0]
+            if type(part) is not TextPart:
+                return ""
+            text = part.text
+            if type(text) is str:
+                return text
+        return "".join(p.text for p in parts if type(p) is TextPart)
 
     @property
     def user_text(self) -> str:

@@ -23,6 +23,12 @@ _SHAPE = re.compile(
     r"(?:\.[0-9]{1,9})?(?:[Zz]|[+-][0-2][0-9]:[0-5][0-9])"
 ).fullmatch
 _EPOCH = DateTime(1970, 1, 1, tzinfo=UTC)
+_ONE_SECOND = timedelta(seconds=1)
+_LAST_SECOND = DateTime.max.replace(microsecond=0, tzinfo=UTC)
+_END_OF_TIME = DateTime.max.replace(tzinfo=UTC)
+_last_second: tuple[DateTime, DateTime, str] = (_EPOCH, _EPOCH, "")
+"""The UTC second `Timestamp.from_datetime` wrote last: its first instant, the first instant after it (`max` for the
+last second there is, which `from_datetime` then writes out each time) and its text up to the fraction."""
 
 
 class Timestamp:
@@ -102,6 +108,7 @@ class Timestamp:
         Raises:
             ValueError: `value` is naive or `hundred_ns` is out of range.
         """
+        global _last_second
         if (
             type(value) is DateTime
             and value.tzinfo is UTC
@@ -114,10 +121,17 @@ class Timestamp:
             # The clock's usual answer: the text written field by field, and no check of text made from a real
             # instant (what the general path below gives, at a fraction of the cost).
             made = object.__new__(Timestamp)
-            # The ISO form is `YYYY-MM-DDTHH:MM:SS[.ffffff]+00:00` (the year has four digits; no fraction when the
-            # microseconds are 0).
-            iso = value.isoformat()
-            made._text = f"{iso[:26]}{hundred_ns}Z" if value.microsecond else f"{iso[:19]}.000000{hundred_ns}Z"
+            # The text up to the seconds is the same for every instant of one second: the last second's is kept, so
+            # a clock read many times a second formats only the fraction.
+            start, end, head = _last_second
+            if not start <= value < end:
+                # The ISO form is `YYYY-MM-DDTHH:MM:SS[.ffffff]+00:00` (the year has four digits).
+                head = value.isoformat()[:19] + "."
+                start = value.replace(microsecond=0)
+                end = start + _ONE_SECOND if start < _LAST_SECOND else _END_OF_TIME
+                _last_second = (start, end, head)
+            # The seven fractional digits: the microseconds and the hundreds of nanoseconds, zeros in front.
+            made._text = f"{head}{str(10_000_000 + value.microsecond * 10 + hundred_ns)[1:]}Z"
             made._datetime = None
             made._ticks = -1
             return made

@@ -80,7 +80,13 @@ from onellm.providers._sse import SseDecoder, SseEvent
 if TYPE_CHECKING:
     from onellm.providers._base import read_key
     from onellm.providers._http import ClientPool, RawExchange, capturing_raw_exchange
-    from onellm.providers._stream import collecting_into, response_from, whole_answer_accumulator
+    from onellm.providers._stream import (
+        collecting_into,
+        collecting_lazily,
+        response_from,
+        whole_answer_accumulator,
+        whole_response,
+    )
 
 # Loaded on first use: the HTTP transport imports httpx.
 _LAZY = {
@@ -88,9 +94,11 @@ _LAZY = {
     "RawExchange": "onellm.providers._http",
     "capturing_raw_exchange": "onellm.providers._http",
     "collecting_into": "onellm.providers._stream",
+    "collecting_lazily": "onellm.providers._stream",
     "read_key": "onellm.providers._base",
     "response_from": "onellm.providers._stream",
     "whole_answer_accumulator": "onellm.providers._stream",
+    "whole_response": "onellm.providers._stream",
 }
 
 __all__ = [
@@ -153,6 +161,7 @@ __all__ = [
     "audio_file_name",
     "capturing_raw_exchange",
     "collecting_into",
+    "collecting_lazily",
     "data_url",
     "encode_multipart",
     "parse_retry_after",
@@ -165,6 +174,7 @@ __all__ = [
     "stripped",
     "utf16_length",
     "whole_answer_accumulator",
+    "whole_response",
     "with_retries",
 ]
 

@@ -39,7 +39,7 @@ from onellm.providers._sse import SseDecoder, SseEvent
 if TYPE_CHECKING:
     import httpx
 
-    from onellm.messages import CallWarning
+    from onellm.messages import CallWarning, Message
     from onellm.providers._http import HttpCall, HttpTransport
 
 __all__ = [
@@ -50,9 +50,11 @@ __all__ = [
     "FrameReader",
     "collect",
     "collecting_into",
+    "collecting_lazily",
     "feed_each",
     "response_from",
     "whole_answer_accumulator",
+    "whole_response",
 ]
 
 DRAIN_BYTES: Final = 64 * 1024
@@ -60,7 +62,7 @@ DRAIN_BYTES: Final = 64 * 1024
 DRAIN_SECONDS: Final = 1.0
 """How long that read may take; past either bound the connection is closed instead."""
 
-_COLLECTING: ContextVar[MessageAccumulator | None] = ContextVar("onellm_whole_answer", default=None)
+_COLLECTING: ContextVar[MessageAccumulator | collecting_lazily | None] = ContextVar("onellm_whole_answer", default=None)
 
 
 def whole_answer_accumulator() -> MessageAccumulator:
@@ -70,7 +72,10 @@ def whole_answer_accumulator() -> MessageAccumulator:
     if found is None:
         return MessageAccumulator()
     _COLLECTING.set(None)  # one answer per accumulator: a nested call builds its own
-    return found
+    if isinstance(found, MessageAccumulator):
+        return found
+    made = found.accumulator = MessageAccumulator()
+    return made
 
 
 class collecting_into:  # used as a function: `with collecting_into(accumulator):`
@@ -85,6 +90,24 @@ class collecting_into:  # used as a function: `with collecting_into(accumulator)
     def __enter__(self) -> MessageAccumulator:
         self._token = _COLLECTING.set(self._accumulator)
         return self._accumulator
+
+    def __exit__(self, *exc: object) -> None:
+        _COLLECTING.reset(self._token)
+
+
+class collecting_lazily:  # used as a function: `with collecting_lazily() as collected:`
+    """`collecting_into` for a caller that may not need the accumulator: it is made only when a provider asks for one
+    (`whole_answer_accumulator`), and is then `accumulator`. A provider that has its answer whole without events
+    (the scripted provider) makes none."""
+
+    __slots__ = ("_token", "accumulator")
+
+    def __init__(self) -> None:
+        self.accumulator: MessageAccumulator | None = None
+
+    def __enter__(self) -> collecting_lazily:
+        self._token = _COLLECTING.set(self)
+        return self
 
     def __exit__(self, *exc: object) -> None:
         _COLLECTING.reset(self._token)
@@ -156,17 +179,31 @@ def response_from(
     """The `ChatResponse` of a finished accumulator."""
     usage = accumulator.usage
     message = accumulator._message(usage)  # the response's usage is the message's (one object, not copied)
-    raw = accumulator.finish_reason
-    reason = None if raw is None else _FINISH_REASONS.get(raw, FinishReason.OTHER)
+    return whole_response(
+        message, accumulator.finish_reason, accumulator.model, accumulator.response_id, warnings, extra
+    )
+
+
+def whole_response(
+    message: Message,
+    finish_reason: str | None,
+    model: str | None,
+    response_id: str | None,
+    warnings: list[CallWarning] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> ChatResponse:
+    """The `ChatResponse` of a finished `message` (its usage is the response's): what `response_from` gives for an
+    accumulator that built the same message, for a provider that has its answer whole without events."""
+    reason = None if finish_reason is None else _FINISH_REASONS.get(finish_reason, FinishReason.OTHER)
     return ChatResponse(
-        message=message,
-        usage=usage,
-        finish_reason=reason,
-        provider_finish_reason=raw,
-        model=accumulator.model,
-        id=accumulator.response_id,
-        warnings=list(warnings or []),
-        extra=extra or {},
+        message,
+        message.usage,
+        reason,
+        finish_reason,
+        model,
+        response_id,
+        list(warnings) if warnings else [],
+        extra or {},
     )
 
 
@@ -477,4 +514,4 @@ class EventStream:
                 await response.aclose()
 
 
-_publish("onellm.providers", collecting_into)
+_publish("onellm.providers", collecting_into, collecting_lazily)

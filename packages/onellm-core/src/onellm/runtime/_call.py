@@ -33,7 +33,7 @@ import msgspec
 from onellm._public import publish as _publish
 from onellm.errors import MalformedResponseError, RunCancelledError, StorageError
 from onellm.messages import CallWarning, Cost, Message, MessageAccumulator, StreamEvent, TextDelta, Usage
-from onellm.providers import ChatRequest, ChatResponse, collecting_into, response_from
+from onellm.providers import ChatRequest, ChatResponse, collecting_lazily, response_from
 from onellm.runtime._assets import inline_assets
 from onellm.runtime._cache import cache_key
 from onellm.runtime._output import parse_output, response_format_for
@@ -56,6 +56,8 @@ _JSON = msgspec.json.Decoder(float_hook=Decimal)
 
 
 _UNSHIELDED = contextlib.nullcontext()
+_FREE = Cost()
+"""The cost of a cached answer (frozen: one for all)."""
 _NO_OPTIONS: Mapping[str, Any] = {}
 
 
@@ -68,11 +70,12 @@ def _start_model_call() -> Any:
 
 
 @functools.cache
-def _request_adjuster() -> Any:
-    """`RequestAdjuster`, imported on the first call (the catalog's adjuster is not needed to import the runtime)."""
-    from onellm.catalog.adjust import RequestAdjuster
+def _adjust_request() -> Any:
+    """`onellm.catalog.adjust.adjust_request`, imported on the first call (the catalog's adjuster is not needed to
+    import the runtime)."""
+    from onellm.catalog.adjust import adjust_request
 
-    return RequestAdjuster
+    return adjust_request
 
 
 class ModelCall:
@@ -97,6 +100,29 @@ class ModelCall:
             a conversation, whose turn refused before sending is taken out again.
         raw_turns: Write a `rawTurn` record with the request and response bodies, secrets masked.
     """
+
+    __slots__ = (
+        "accumulator",
+        "begun",
+        "events",
+        "final_state",
+        "instance",
+        "key",
+        "lease",
+        "model",
+        "output",
+        "owns_instance",
+        "provider",
+        "raw",
+        "request",
+        "requested_model",
+        "reservation",
+        "segment",
+        "services",
+        "span",
+        "started",
+        "turn",
+    )
 
     def __init__(
         self,
@@ -135,7 +161,7 @@ class ModelCall:
         # grows). An agent's first turn has them there too: its prompts are stored as they are added.
         messages = inline_assets(services.store, instance, sent)
         request = ChatRequest(model=name, messages=messages, system=system, profile=model.profile, **options)
-        self.request: ChatRequest = _request_adjuster()(model).adjust_request(request)
+        self.request: ChatRequest = _adjust_request()(model, request)
         self.raw: RawExchange | None = None
         if raw_turns or services.llm_turn_logs:
             from onellm.providers import RawExchange
@@ -196,28 +222,40 @@ class ModelCall:
                 raise await self._cancelled(cancelled) from cancelled
         if hit is not None:
             return hit
+        self._start_span()
+        return None
+
+    def _start_span(self) -> None:
         self.span = _start_model_call()("chat", self.model.provider, self.requested_model)
         self.started = time.perf_counter()
-        return None
 
     # ----------------------------------------------------------------------------------------------------- whole
     async def whole(self) -> AskResult[Any]:
         """Send the call and wait for the whole answer."""
-        cached = await self._begin()
-        if cached is not None:
-            return await self._finish(cached, cached=True)
-        # The provider builds its whole answer in this accumulator, so a cancelled call keeps what had arrived.
-        partial = self.accumulator = MessageAccumulator()
+        services = self.services
+        if self.segment or services.cache is not None:
+            cached = await self._begin()
+            if cached is not None:
+                return await self._finish(cached, cached=True)
+        else:  # `_begin` with no cache to ask, no lease to take and no `run` record to write: nothing to await
+            self.reservation = services.spend.reserve(self.model, self.request, self.instance)
+            self.begun = True
+            self._start_span()
+        # A provider that builds its whole answer from events builds it in an accumulator of the call's, so a
+        # cancelled call keeps what had arrived (one that has it whole at once makes none).
+        collected = collecting_lazily()
         try:
-            with collecting_into(partial):
+            with collected:
                 if self.raw is None:
                     response = await self.provider.send(self.request)
                 else:
                     with self._capturing():
                         response = await self.provider.send(self.request)
         except anyio.get_cancelled_exc_class() as cancelled:
+            self.accumulator = collected.accumulator or MessageAccumulator()
             raise await self._cancelled(cancelled) from cancelled
         except Exception as error:
+            self.accumulator = collected.accumulator or MessageAccumulator()
             await self._failed(error)
             raise
         return await self._finish(response)
@@ -275,14 +313,15 @@ class ModelCall:
         """Price, settle, save and record a paid answer, all shielded from cancellation."""
         services = self.services
         unsaved: StorageError | None = None
+        recording = services.recording
         # `services.save` shields itself (`RuntimeServices.save`): a scope of the call's own is needed only when
         # something else is awaited here (records, giving the lease back, saving an answer the output type refused).
-        shielded = self.lease is not None or self.output is not None or services.recording
+        shielded = self.lease is not None or self.output is not None or recording
         with anyio.CancelScope(shield=True) if shielded else _UNSHIELDED:
             try:
                 usage = response.usage
                 if cached:
-                    cost = Cost()
+                    cost = _FREE
                 else:
                     cost = self._price(usage)
                     if self.reservation is not None:
@@ -292,8 +331,9 @@ class ModelCall:
                 turn.assistant = list(answer.assistant)
                 turn.tool_calls = list(answer.tool_calls)
                 if usage is not None:
+                    lines = cost.lines
                     usage = msgspec.structs.replace(
-                        usage, cost=cost.total if cost.priced or cost.lines else None, cost_lines=list(cost.lines)
+                        usage, cost=cost.total if cost.priced or lines else None, cost_lines=list(lines)
                     )
                     turn.usage = usage
                 warnings = list(self.request.warnings)
@@ -324,7 +364,7 @@ class ModelCall:
                     unsaved = error
                 if self.owns_instance:
                     services.spend.forget(instance)
-                if services.recording:
+                if services.recording:  # read again: a sink may have been added while the call was saved
                     records = self._answer_records(response, usage)
                     if unsaved is not None:
                         records.append(self._error_record(unsaved, "save"))
@@ -335,8 +375,10 @@ class ModelCall:
                     else:  # a sink added while the call was saved
                         with anyio.CancelScope(shield=True):
                             await services.record(*records)
-                if services.cache is not None and self.key is not None and not cached:
-                    services.cache.put(self.key, response)
+                if self.key is not None and not cached:
+                    cache = services.cache
+                    if cache is not None:
+                        cache.put(self.key, response)
                 result: AskResult[Any] = AskResult(
                     text=text,
                     value=value,

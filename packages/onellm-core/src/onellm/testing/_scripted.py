@@ -34,14 +34,19 @@ import msgspec
 from onellm.errors import ProviderError
 from onellm.messages import (
     Done,
+    Message,
     MessageStart,
+    Part,
     StreamEvent,
     TextDelta,
+    TextPart,
+    ToolCall,
     ToolCallArgumentsDelta,
     ToolCallEnd,
     ToolCallStart,
     Usage,
     UsageEvent,
+    parse_arguments,
 )
 from onellm.providers import (
     ChatRequest,
@@ -50,6 +55,7 @@ from onellm.providers import (
     EmbeddingResponse,
     response_from,
     whole_answer_accumulator,
+    whole_response,
 )
 
 if TYPE_CHECKING:
@@ -247,9 +253,15 @@ class ScriptedProvider:
 
     # --------------------------------------------------------------------------------------------------- chat
     async def send(self, request: ChatRequest) -> ChatResponse:
-        accumulator = whole_answer_accumulator()  # the runtime's, so a cancelled call keeps what had arrived
         step = self._take(request)
         await anyio.lowlevel.checkpoint()
+        if step.error is None:
+            for piece in step.pieces:
+                if type(piece) is not str:
+                    break
+            else:  # nothing to wait for and nothing to fail: the answer whole, as its events would build it
+                return self._whole(step, request)
+        accumulator = whole_answer_accumulator()  # the runtime's, so a cancelled call keeps what had arrived
         if any(isinstance(piece, Pause) for piece in step.pieces):  # waits on the way: the stream's own pace
             async for event in self._events(step, request):
                 accumulator.add(event)
@@ -314,6 +326,23 @@ class ScriptedProvider:
         if step.error is not None:
             return events
         return self._ending(step, request, 1 if started else 0, events)
+
+    def _whole(self, step: ScriptStep, request: ChatRequest) -> ChatResponse:
+        """The response the events of a step without pauses or error make (`_answer`), built without them: one text
+        part of the pieces, then the tool calls (placed after it), the usage and the finish reason."""
+        model = step.model or request.model
+        text = "".join(step.pieces)  # type: ignore[arg-type]  # no Pause in this step
+        assistant: list[Part] = [TextPart(text, [])] if text else []
+        calls: list[ToolCall] = []
+        if step.tool_calls:
+            after = len(assistant)
+            for call in step.tool_calls:
+                inputs, invalid = parse_arguments(call.arguments_text)
+                calls.append(ToolCall(id=call.id, tool=call.tool, inputs=inputs, invalid_inputs=invalid, after=after))
+        usage = None if step.usage is None else step.usage.merge(Usage(model=model))
+        message = Message(assistant=assistant, tool_calls=calls, usage=usage, extra={})
+        finish = step.finish_reason or ("tool_calls" if step.tool_calls else "stop")
+        return whole_response(message, finish, model, f"scripted-{self._served}", request.warnings)
 
     def _start(self, step: ScriptStep, request: ChatRequest) -> MessageStart:
         return MessageStart(model=step.model or request.model, response_id=f"scripted-{self._served}")
