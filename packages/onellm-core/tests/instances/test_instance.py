@@ -824,3 +824,14 @@ def test_a_header_edited_key_by_key_is_written_as_a_header_written_whole() -> No
         whole.forget_written_text()
         assert kept.dumps() == whole.dumps()
         assert kept.dumps() == whole.dumps()  # and again, with nothing changed
+
+
+def test_a_header_cut_into_entries_joins_to_the_header_written_whole() -> None:
+    from onellm.yamlio import emit_entries, emit_mapping
+
+    header = Instance.loads(RICH_INSTANCE)._header_data()
+    header["odd key"] = {"yes": [True, None, Decimal("1.50"), "two\nlines\n"], "n": ""}
+    entries = emit_entries(header)
+    assert len(entries) == len(header)
+    assert "".join(entries) == emit_mapping(header)
+    assert [emit_entries({key: value})[0] for key, value in header.items()] == entries

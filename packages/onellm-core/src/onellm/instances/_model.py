@@ -62,7 +62,6 @@ from onellm.instances._parts import (
 from onellm.instances._write import message_lines, usage_lines
 from onellm.messages import Message, Timestamp
 from onellm.messages.memo import memo_for, snapshot
-from onellm.yamlio._emit import emit_entries
 
 if TYPE_CHECKING:
     from onellm.definitions import Definition
@@ -797,11 +796,11 @@ class Instance:
                 assert source.entries is not None
                 written = dict(zip(source.header, source.entries, strict=True))
                 entries = tuple(
-                    emit_entries({key: value})[0] if key in keys or key not in written else written[key]
+                    yamlio.emit_entries({key: value})[0] if key in keys or key not in written else written[key]
                     for key, value in header.items()
                 )
             else:
-                entries = tuple(emit_entries(header))
+                entries = tuple(yamlio.emit_entries(header))
             header_text = "".join(entries)
         parts = [header_text]
         if header_text and not header_text.endswith("\n"):
