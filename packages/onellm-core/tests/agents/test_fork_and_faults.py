@@ -197,6 +197,8 @@ async def test_an_unknown_state_is_treated_as_stopped(harness: Harness) -> None:
 
 
 class _FailingStore(MemoryInstanceStore):
+    volatile = False  # it stands for a disk: every save of the loop is made
+
     def __init__(self) -> None:
         super().__init__()
         self.fail_after = 10**9

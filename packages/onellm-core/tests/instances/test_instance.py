@@ -775,3 +775,63 @@ def test_a_message_still_being_completed_is_written_as_it_is_now(loaded: bool) -
     assert Instance.loads(text) == inst
     calling.tool_calls[0].result[0] = TextPart(text="b.txt")  # settled now: the format's rule holds from here
     assert inst.dumps() == text
+
+
+def test_a_header_edited_key_by_key_is_written_as_a_header_written_whole() -> None:
+    # A save after a few header keys changed writes only those again and keeps the text of the others: what it
+    # writes is what writing the whole header writes, whatever the edit.
+    edits: list[Any] = [
+        lambda i: setattr(i, "state", "waiting"),
+        lambda i: setattr(i, "cancelled", True),
+        lambda i: setattr(i, "name", None),
+        lambda i: setattr(i, "name", "back: again"),
+        lambda i: setattr(i, "temperature", 0.5),
+        lambda i: setattr(i, "temperature", -0.0),
+        lambda i: setattr(i, "temperature", 0.0),
+        lambda i: setattr(i, "temperature", Decimal("0.50")),
+        lambda i: setattr(i, "max_tokens", True),
+        lambda i: setattr(i, "max_tokens", 1),
+        lambda i: i.metadata.update(count=True),
+        lambda i: i.metadata.update(count=1),
+        lambda i: setattr(i, "run_started_at", Timestamp("2026-01-02T03:04:06Z")),
+        lambda i: setattr(i, "run_started_at", "2026-01-02T03:04:06Z"),
+        lambda i: i.extra.update(description="an extension key named like a header key"),
+        lambda i: setattr(i, "state", "running"),
+        lambda i: setattr(i, "description", "now the header key"),
+        lambda i: setattr(i, "state", "stopped"),
+        lambda i: setattr(i, "description", None),
+        lambda i: i.extra.update(later={"k": [1, 2]}),
+        lambda i: setattr(i, "state", "error"),
+        lambda i: i.pending_approvals.append(PendingApproval(tool_call_id="c1", tool="t")),
+        lambda i: setattr(i, "state", "waiting_for_approval"),
+        lambda i: i.pending_approvals.clear(),
+        lambda i: setattr(i, "state", "running"),
+        lambda i: i.compactions.append(Compaction(strategy="summarize")),
+        lambda i: setattr(i, "state", "waiting"),
+        lambda i: setattr(i, "caller_instance_id", "parent"),
+    ]
+    text = (
+        "instanceId: h\nname: first\nstate: running\nmetadata:\n  count: 1\nmessages:\n- id: a\n  user:\n  - text: hi\n"
+    )
+    kept = Instance.loads(text)
+    whole = Instance.loads(text)
+    kept.state = "starting"  # written once in the canonical layout: from now on it has the text of each key
+    whole.state = "starting"
+    kept.dumps()
+    for edit in edits:
+        edit(kept)
+        edit(whole)
+        whole.forget_written_text()
+        assert kept.dumps() == whole.dumps()
+        assert kept.dumps() == whole.dumps()  # and again, with nothing changed
+
+
+def test_a_header_cut_into_entries_joins_to_the_header_written_whole() -> None:
+    from onellm.yamlio import emit_entries, emit_mapping
+
+    header = Instance.loads(RICH_INSTANCE)._header_data()
+    header["odd key"] = {"yes": [True, None, Decimal("1.50"), "two\nlines\n"], "n": ""}
+    entries = emit_entries(header)
+    assert len(entries) == len(header)
+    assert "".join(entries) == emit_mapping(header)
+    assert [emit_entries({key: value})[0] for key, value in header.items()] == entries

@@ -152,7 +152,8 @@ class _TurnServices:
     """The services a turn's model call gets: the run's own, except that a plain answer (no tool call) is not saved
     by the call but by the run as it comes to rest, in the same write as its new state. An answer that calls tools is
     saved at once, before they run: a run that stops while they run finds them without a result and does not run them
-    again (`_state`)."""
+    again (`_state`). In a store that cannot outlive the process (`volatile`) no later run can find them so, and a
+    turn whose calls all run now is saved once, with their results (`AgentRun._runs_now`)."""
 
     __slots__ = ("_run", "_services")
 
@@ -161,11 +162,17 @@ class _TurnServices:
         self._run = run
 
     async def save(self, instance: Instance) -> None:
-        if instance.state == "running" and instance.messages and not instance.messages[-1].tool_calls:
-            self._run._dirty = True
-            return
+        if instance.state == "running" and instance.messages:
+            last = instance.messages[-1]
+            run = self._run
+            if not last.tool_calls or (
+                run._stored and getattr(self._services.store, "volatile", False) is True and run._runs_now(last)
+            ):
+                run._dirty = True
+                return
         await self._services.save(instance)
         self._run._dirty = False
+        self._run._stored = True
 
     # everything else is the run's services
     @property
@@ -305,6 +312,8 @@ class AgentRun(Generic[T]):
         self._resume_requested = False
         self._plan: _Plan | None = None
         self._dirty = False
+        self._stored = opening is None
+        """The store holds a save of the instance (a new one is first saved with its first answer)."""
         self._iterations = 0
         self._turns = 0
         self._pending_records: list[tuple[str, Any]] = []
@@ -1226,6 +1235,31 @@ class AgentRun(Generic[T]):
             if self._events:
                 for event in self._flush():
                     yield event
+
+    def _runs_now(self, message: Message) -> bool:
+        """Whether every call of a new answer is answered in this turn's tool phase, with nothing that rests the run
+        or that another run could see: no hook that may hold a call, no approval, no question, no loop-ending tool,
+        no agent tool (they reach saved instances)."""
+        setup = self._setup
+        hooks = self._hooks
+        if setup is None or (hooks is not None and hooks.before_tool_call):
+            return False
+        tools = setup.tools
+        caps = self._caps
+        for call in message.tool_calls:
+            tool = tools.get(call.tool)
+            if tool is None:
+                continue  # answered at once with an error
+            name = tool.name
+            if (
+                tool.requires_approval
+                or tool.ends_loop
+                or name == _ASK_USER
+                or name in _AGENT_TOOLS
+                or (name == _SHELL and caps is not None and caps.shell_grant.loop_approval)
+            ):
+                return False
+        return True
 
     def _needs_turn(self) -> bool:
         inst = self._instance
@@ -2280,6 +2314,7 @@ class AgentRun(Generic[T]):
         self._saving = True
         try:
             await self._services.save(self._instance)
+            self._stored = True
         finally:
             self._saving = False
             waiter, self._save_waiter = self._save_waiter, None

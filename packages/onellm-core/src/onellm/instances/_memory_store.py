@@ -81,6 +81,9 @@ class MemoryInstanceStore:
         clock: Where save times come from (default: the system clock, UTC).
     """
 
+    volatile = True
+    """What it keeps ends with the process: no later run can find a save of it (see `InstanceStore`)."""
+
     def __init__(self, *, clock: Clock | None = None) -> None:
         self._clock = clock
         self._items: dict[str, _Entry] = {}

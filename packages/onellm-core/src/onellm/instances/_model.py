@@ -160,12 +160,24 @@ HEADER_KEYS: tuple[str, ...] = (*(key for key, _, _ in _SIMPLE), *_LISTS)
 """Every key the format defines, in the order onellm writes them (unknown keys go before `pendingApprovals`)."""
 
 # The header's values but two (`run_started_at` and `temperature`, which `_signature` takes apart), for `_signature`.
+_TAKEN_APART = ("run_started_at", "temperature")
 _HEADER_VALUES = operator.attrgetter(
-    *(attr for _, attr, _ in _SIMPLE if attr not in {"run_started_at", "temperature"}),
+    *(attr for _, attr, _ in _SIMPLE if attr not in _TAKEN_APART),
     "extra",
     "pending_approvals",
     "compactions",
 )
+# The header key each value of `_signature` belongs to: those of `_HEADER_VALUES` (None for `extra`, any key), then
+# the values after them.
+_VALUE_KEYS: tuple[str | None, ...] = (
+    *(key for key, attr, _ in _SIMPLE if attr not in _TAKEN_APART),
+    None,
+    "pendingApprovals",
+    "compactions",
+)
+_FLAT = frozenset({str, bool, int, type(None)})
+"""Types compared with `==` alone by `Instance._changed_keys` (a float also needs its sign and digits)."""
+_TAIL_KEYS = ("runStartedAt", "runStartedAt", "temperature", "temperature", "pendingApprovals", "compactions")
 
 
 def _written_alike(a: Any, b: Any) -> bool:
@@ -205,6 +217,9 @@ class _Source:
     header: dict[str, Any]
     messages: tuple[Message, ...]
     header_text: str | None = None
+    entries: tuple[str, ...] | None = None
+    """The text of each key of `header`, in its order, when `header_text` was written from it (they join to it); None
+    for text as it was read."""
     signature: bytes | None = None
     """`Instance._signature()` when `header` was taken: equal bytes mean an equal header."""
     messages_line: str | None = None
@@ -458,9 +473,24 @@ class Instance:
         """Every header value serialized: two equal signatures mean the same header (the same types, values and key
         order), so a save can skip building and comparing the header's plain data. Serializing looks at the values as
         they are now, so a container edited in place is seen too. None when a value cannot be serialized."""
+        values = self._signature_values()
+        try:
+            # marshal takes only the exact built-in types (no subclass) and writes each with its type: equal bytes mean
+            # equal values of equal types in the same order. Version 0 writes a string the same whether it is interned
+            # or not, and no back-references (whose presence would depend on reference counts).
+            return b"m" + marshal.dumps(values, 0)
+        except ValueError:  # a record, a Decimal, a subclass: pickled
+            pass
+        try:
+            return b"p" + pickle.dumps(values, pickle.HIGHEST_PROTOCOL)
+        except Exception:  # an object of any kind may sit in `extra`: the slow comparison takes it
+            return None
+
+    def _signature_values(self) -> tuple[Any, ...]:
+        """The values `_signature` serializes: `_HEADER_VALUES`, then those of `_TAIL_KEYS`."""
         started = self.run_started_at
         temperature = self.temperature
-        values = (
+        return (
             _HEADER_VALUES(self),
             # The two header values of a type marshal does not take, as the text they are written as.
             started.text if type(started) is Timestamp else started,
@@ -470,17 +500,59 @@ class Instance:
             "pendingApprovals" in self._empty_lists,
             "compactions" in self._empty_lists,
         )
-        try:
-            # marshal takes only the exact built-in types (no subclass) and writes each with its type: equal bytes mean
-            # equal values of equal types in the same order. Version 0 writes a string the same whether it is interned
-            # or not, and no back-references (whose presence would depend on reference counts).
-            return b"m" + marshal.dumps(values, 0)  # type: ignore[arg-type]  # marshal refuses other types
-        except ValueError:  # a record, a Decimal, a subclass: pickled
-            pass
-        try:
-            return b"p" + pickle.dumps(values, pickle.HIGHEST_PROTOCOL)
-        except Exception:  # an object of any kind may sit in `extra`: the slow comparison takes it
+
+    def _patched_header(self, old: dict[str, Any], changed: set[str]) -> dict[str, Any]:
+        """`_header_data()` made from `old`, the last save's, with the values of the keys in `changed` taken again
+        (`_changed_keys`: the others, extension keys included, hold what they held)."""
+        out: dict[str, Any] = {}
+        for key, attr, _ in _SIMPLE:
+            value = getattr(self, attr)
+            if value is not None:
+                out[key] = _data_of(value) if key in changed else old[key]
+        for key, value in self.extra.items():
+            if value is not None and key not in out and key not in _LISTS:
+                out[key] = old[key]
+        approvals = self.pending_approvals
+        if "pendingApprovals" in changed:
+            if approvals or "pendingApprovals" in self._empty_lists:
+                out["pendingApprovals"] = [entry.to_data() for entry in approvals]
+        elif "pendingApprovals" in old:
+            out["pendingApprovals"] = old["pendingApprovals"]
+        compactions = self.compactions
+        if "compactions" in changed:
+            if compactions or "compactions" in self._empty_lists:
+                out["compactions"] = [entry.to_data() for entry in compactions]
+        elif "compactions" in old:
+            out["compactions"] = old["compactions"]
+        return out
+
+    def _changed_keys(self, source: _Source, signature: bytes | None) -> set[str] | None:
+        """The header keys whose values changed since `source` was written, told apart by the values of the two
+        signatures, so the unchanged keys keep their text; None when that cannot tell (a signature that is not a
+        `marshal` dump, a change in `extra`, a changed key that is also an extension key, text as it was read)."""
+        old = source.signature
+        if source.entries is None or old is None or signature is None or old[:1] != b"m" or signature[:1] != b"m":
             return None
+        before = marshal.loads(old[1:])
+        after = self._signature_values()  # what `signature` holds: values marshal takes
+        dumps = marshal.dumps
+        changed: set[str] = set()
+        for keys, a, b in ((_VALUE_KEYS, before[0], after[0]), (_TAIL_KEYS, before[1:], after[1:])):
+            for key, x, y in zip(keys, a, b, strict=True):
+                kind = type(x)
+                if kind is type(y) and (kind in _FLAT or kind is float) and x == y:
+                    if kind is not float or x.hex() == y.hex():  # `0.0` and `-0.0` are written apart
+                        continue
+                # Equal dumps are equal values of equal types, containers included (see `_signature`).
+                elif kind not in _FLAT and dumps(x, 0) == dumps(y, 0):
+                    continue
+                if key is None:
+                    return None
+                changed.add(key)
+        extra = self.extra
+        if extra and any(key in extra for key in changed):
+            return None
+        return changed
 
     def to_data(self) -> dict[str, Any]:
         """The whole instance as plain data (str, bool, int, Decimal, None, list, dict), keys in the written order."""
@@ -691,13 +763,22 @@ class Instance:
         source = self._source
         signature = self._signature()
         unchanged = source is not None and signature is not None and signature == source.signature
+        keys: set[str] | None = None
         if source is not None and unchanged:
             header = source.header
         else:
-            header = self._header_data()
-            unchanged = source is not None and _written_alike(header, source.header)
+            keys = None if source is None else self._changed_keys(source, signature)
+            if keys is not None:
+                # A few keys changed (the state, say): only their values are taken again, and written again.
+                assert source is not None
+                header = self._patched_header(source.header, keys)
+                unchanged = False
+            else:
+                header = self._header_data()
+                unchanged = source is not None and _written_alike(header, source.header)
         messages = self.messages
         header_text: str | None = None
+        entries: tuple[str, ...] | None = None
         changed = self._settle()
         if source is not None and unchanged:
             if (
@@ -707,8 +788,20 @@ class Instance:
             ):
                 return source.parts
             header_text = source.header_text
+            entries = source.entries
         if header_text is None:
-            header_text = yamlio.emit_mapping(header)
+            if keys is not None:
+                # Only the keys that changed are written again.
+                assert source is not None
+                assert source.entries is not None
+                written = dict(zip(source.header, source.entries, strict=True))
+                entries = tuple(
+                    yamlio.emit_entries({key: value})[0] if key in keys or key not in written else written[key]
+                    for key, value in header.items()
+                )
+            else:
+                entries = tuple(yamlio.emit_entries(header))
+            header_text = "".join(entries)
         parts = [header_text]
         if header_text and not header_text.endswith("\n"):
             parts.append("\n")
@@ -792,6 +885,7 @@ class Instance:
             header=header,
             messages=tuple(messages),
             header_text=header_text,
+            entries=entries,
             signature=signature,
             messages_line=messages_line if messages else None,
             prefix=prefix,

@@ -158,7 +158,12 @@ class InstanceLease:
 
 @runtime_checkable
 class InstanceStore(Protocol):
-    """Where instances are kept between runs."""
+    """Where instances are kept between runs.
+
+    A store whose instances end with the process (`MemoryInstanceStore`) says so with a class attribute `volatile =
+    True`: the agent loop then saves a turn whose tool calls all run at once only with their results, not also before
+    they run. Without it a store is taken as durable.
+    """
 
     async def save(self, instance: Instance) -> None:
         """Store `instance`, replacing what was stored under its id, atomically.

@@ -45,10 +45,12 @@ def _number(value: object) -> str | None:
     return None
 
 
-_LINE_TAILS: dict[tuple[object, object, object, int], str] = {}
-"""The label, source and date lines of cost lines already written, by those values and the block's indent: the same
-few catalog entries price every turn."""
-_TAILS_KEPT = 1000
+_RATES: dict[tuple[object, ...], tuple[object, object, object, str, str, str]] = {}
+"""The fixed lines of cost lines already written, by the objects holding their rate (kept in the entry, so their ids
+stay theirs), their counter, label, source and date, and the block's indent: the same few catalog entries price every
+turn, with the same objects. Each entry holds those objects, then the text before the quantity, between the quantity
+and the amount, and after the amount."""
+_RATES_KEPT = 1000
 
 
 def _line_tail(label: object, source: object, as_of: object, more: str) -> str | None:
@@ -65,6 +67,39 @@ def _line_tail(label: object, source: object, as_of: object, more: str) -> str |
     return "".join(out)
 
 
+def _rate_lines(line: CostLine, dash: str, more: str, indent: int) -> tuple[str, str, str] | None:
+    """The lines of a cost line around its quantity and amount, or None when one is outside the common shape."""
+    counter, per, unit_price, multiplier = line.counter, line.per, line.unit_price, line.multiplier
+    label, source, as_of = line.label, line.source, line.as_of
+    if not (
+        type(counter) is str
+        and (label is None or type(label) is str)
+        and (source is None or type(source) is str)
+        and (as_of is None or type(as_of) is date)
+    ):
+        return None
+    key = (id(per), id(unit_price), id(multiplier), counter, label, source, as_of, indent)
+    found = _RATES.get(key)
+    if found is not None and found[0] is per and found[1] is unit_price and found[2] is multiplier:
+        return found[3], found[4], found[5]
+    counter_text = _text(counter)
+    per_text = _number(per)
+    if counter_text is None or per_text is None or type(unit_price) is not Decimal or type(multiplier) is not Decimal:
+        return None
+    tail = _line_tail(label, source, as_of, more)
+    if tail is None:
+        return None
+    head = f"{dash}counter: {counter_text}\n{more}quantity: "
+    middle = (
+        f"\n{more}per: {per_text}\n{more}unitPrice: {decimal_text(unit_price)}\n"
+        f"{more}multiplier: {decimal_text(multiplier)}\n{more}amount: "
+    )
+    after = "\n" + tail
+    if len(_RATES) < _RATES_KEPT:
+        _RATES[key] = (per, unit_price, multiplier, head, middle, after)
+    return head, middle, after
+
+
 def usage_lines(usage: Usage, indent: int) -> str | None:
     """The `usage:` key and its lines in the block of a message whose dash sits at column `indent`, or None when the
     usage is outside the common shape."""
@@ -76,13 +111,15 @@ def usage_lines(usage: Usage, indent: int) -> str | None:
         return None
     if usage.service_tier is not None and not _line(out, pad, "serviceTier", usage.service_tier):
         return None
-    for key, value, always in (
-        ("inputTokens", usage.input_tokens, True),
-        ("outputTokens", usage.output_tokens, True),
-        ("cacheCreationInputTokens", usage.cache_creation_input_tokens, False),
-        ("cacheReadInputTokens", usage.cache_read_input_tokens, False),
+    input_tokens, output_tokens = usage.input_tokens, usage.output_tokens
+    if type(input_tokens) is not int or type(output_tokens) is not int:
+        return None
+    out.append(f"{pad}inputTokens: {int.__repr__(input_tokens)}\n{pad}outputTokens: {int.__repr__(output_tokens)}\n")
+    for key, value in (
+        ("cacheCreationInputTokens", usage.cache_creation_input_tokens),
+        ("cacheReadInputTokens", usage.cache_read_input_tokens),
     ):
-        if always or value:
+        if value:
             if type(value) is not int:
                 return None
             out.append(f"{pad}{key}: {int.__repr__(value)}\n")
@@ -97,40 +134,14 @@ def usage_lines(usage: Usage, indent: int) -> str | None:
         for line in usage.cost_lines:
             if type(line) is not CostLine or line._keys is not None or line.extra:
                 return None
-            counter = _text(line.counter)
             quantity = _number(line.quantity)
-            per = _number(line.per)
-            unit_price, multiplier, amount = line.unit_price, line.multiplier, line.amount
-            if (
-                counter is None
-                or quantity is None
-                or per is None
-                or type(unit_price) is not Decimal
-                or type(multiplier) is not Decimal
-                or type(amount) is not Decimal
-            ):
+            amount = line.amount
+            if quantity is None or type(amount) is not Decimal:
                 return None
-            out.append(
-                f"{dash}counter: {counter}\n{more}quantity: {quantity}\n{more}per: {per}\n"
-                f"{more}unitPrice: {decimal_text(unit_price)}\n{more}multiplier: {decimal_text(multiplier)}\n"
-                f"{more}amount: {decimal_text(amount)}\n"
-            )
-            label, source, as_of = line.label, line.source, line.as_of
-            if not (
-                (label is None or type(label) is str)
-                and (source is None or type(source) is str)
-                and (as_of is None or type(as_of) is date)
-            ):
+            rate = _rate_lines(line, dash, more, indent)
+            if rate is None:
                 return None
-            tail_key = (label, source, as_of, indent)
-            tail = _LINE_TAILS.get(tail_key)
-            if tail is None:
-                tail = _line_tail(label, source, as_of, more)
-                if tail is None:
-                    return None
-                if len(_LINE_TAILS) < _TAILS_KEPT:
-                    _LINE_TAILS[tail_key] = tail
-            out.append(tail)
+            out.append(f"{rate[0]}{quantity}{rate[1]}{decimal_text(amount)}{rate[2]}")
     return "".join(out)
 
 
