@@ -496,8 +496,6 @@ class Tool(Generic[P, R]):
             arguments: The model's arguments: a decoded JSON object, or its JSON text.
             context: The call's context; a fresh one (no capabilities) when omitted.
         """
-        import anyio
-
         ctx = context if context is not None else ToolContext()
         ctx.tool_name = self.name
         start = len(ctx._cost_lines)
@@ -513,6 +511,8 @@ class Tool(Generic[P, R]):
             )
         try:
             if self.timeout_seconds:
+                import anyio
+
                 with anyio.move_on_after(self.timeout_seconds) as scope:
                     value = await self._run(values, ctx)
                 if scope.cancelled_caught:
@@ -520,6 +520,11 @@ class Tool(Generic[P, R]):
                         f"Tool '{self.name}' timed out after {_seconds(self.timeout_seconds)} s.",
                         cost_lines=ctx._lines_since(start),
                     )
+            elif self._is_async or not self.in_thread:
+                # No timeout scope and no worker thread: the handler's value is awaited here, as `_run` would.
+                value = self._handler(values, ctx)
+                while type(value) not in _PLAIN_VALUES and inspect.isawaitable(value):
+                    value = await value
             else:
                 value = await self._run(values, ctx)
         except Exception as exc:
@@ -552,6 +557,10 @@ class Tool(Generic[P, R]):
             merged = list(value.cost_lines)
             merged.extend(line for line in cost_lines if not any(line is m for m in merged))
             return ToolResult(parts=list(value.parts), is_error=value.is_error, cost_lines=merged, value=value.value)
+        if type(value) is str:  # the usual answer: one text part
+            return ToolResult(
+                parts=[_messages().TextPart(text=value)], is_error=False, cost_lines=cost_lines, value=value
+            )
         return ToolResult(parts=to_parts(value), is_error=False, cost_lines=cost_lines, value=value)
 
 
