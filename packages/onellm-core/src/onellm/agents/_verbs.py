@@ -71,7 +71,7 @@ async def start_agent_run(
     **options: Any,
 ) -> AgentRun[Any]:
     """A new agent instance, ready to run (see `Runtime.start_agent`)."""
-    from onellm.agents._setup import AgentSetup, grants_summary, load_definition
+    from onellm.agents._setup import grants_summary, kept_setup, load_definition
     from onellm.instances import Instance
     from onellm.runtime import prompt_parts
 
@@ -100,7 +100,7 @@ async def start_agent_run(
     caps = services.capabilities
     if opts.capabilities is not None:
         caps = caps.intersect(opts.capabilities)
-    setup = AgentSetup.build(
+    setup = kept_setup(
         services,
         loaded,
         folder=folder,
