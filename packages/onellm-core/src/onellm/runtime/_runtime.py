@@ -3,8 +3,10 @@ result cache), and the services it hands to the runs it starts (`runtime.service
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import os
+import types
 from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
@@ -790,8 +792,7 @@ class _Services:
             if type(store) is _memory_store():
                 cast(Any, store).save_sync(instance)  # in memory, and no await: nothing can cut it short
             else:
-                with anyio.CancelScope(shield=True):
-                    await store.save(instance)
+                await _uncancellable(store.save(instance))
         except OSError as error:
             raise _storage_error(store, instance, "save", error) from error
 
@@ -801,6 +802,107 @@ def _memory_store() -> type:
     from onellm.instances import MemoryInstanceStore
 
     return MemoryInstanceStore
+
+
+async def _uncancellable(save: Any) -> None:
+    """Await a store's save so that no cancellation cuts it short, as a shielded cancel scope around it does.
+
+    A cancellation only lands where the save waits. One that finishes without waiting (a store that keeps nothing, or
+    keeps the instance in memory) needs no scope at all; one that waits is shielded from its first wait on: by a
+    shielded scope around the rest of it, or, while the store's own cancel scopes are open (a timeout it set itself),
+    by shielding the outermost of them (a scope of ours entered inside those would be left after them)."""
+    states = _scope_states()
+    task = None
+    if states is not None and type(save) is types.CoroutineType:
+        try:
+            task = asyncio.current_task()
+        except RuntimeError:  # another event loop than asyncio's
+            task = None
+    if task is None:
+        with anyio.CancelScope(shield=True):
+            await save
+        return
+    state = states.get(task)
+    before = state.cancel_scope if state is not None else None
+    try:
+        waiting = save.send(None)
+    except StopIteration:
+        return
+    await _ShieldedRest(save, waiting, states, task, before)
+
+
+class _ShieldedRest:
+    """The rest of a save that waited: its waits passed on to the task, each one shielded from cancellation."""
+
+    __slots__ = ("_before", "_save", "_states", "_task", "_waiting")
+
+    def __init__(self, save: Any, waiting: Any, states: Any, task: Any, before: Any) -> None:
+        self._save = save
+        self._waiting = waiting
+        self._states = states
+        self._task = task
+        self._before = before
+
+    def __await__(self) -> Any:
+        save = self._save
+        waiting = self._waiting
+        shield: anyio.CancelScope | None = None
+        failure: BaseException | None = None
+        try:
+            while True:
+                if shield is None:
+                    shield = self._protect()
+                try:
+                    sent = yield waiting
+                except GeneratorExit:
+                    save.close()
+                    raise
+                except BaseException as error:  # what the task throws in (a cancellation) goes to the save
+                    waiting = save.throw(error)
+                else:
+                    waiting = save.send(sent)
+        except StopIteration:
+            pass
+        except BaseException as error:
+            failure = error
+            raise
+        finally:
+            if shield is not None:
+                shield.__exit__(type(failure) if failure is not None else None, failure, None)
+
+    def _protect(self) -> anyio.CancelScope | None:
+        """Shield the save where it waits now: a shielded scope of ours when no scope of the store's own is open (the
+        rest of the save runs in it), else the outermost scope of the store's (None: asked again at the next wait)."""
+        state = self._states.get(self._task)
+        current = state.cancel_scope if state is not None else None
+        before = self._before
+        if current is before:
+            shield = anyio.CancelScope(shield=True)
+            shield.__enter__()
+            return shield
+        outermost: Any = current
+        while outermost is not None and outermost._parent_scope is not before:
+            outermost = outermost._parent_scope
+        if outermost is None:  # the scopes open before the save are gone: shield the innermost one there is
+            outermost = current
+        if outermost is not None:
+            outermost.shield = True
+        return None
+
+
+@functools.cache
+def _scope_states() -> Any:
+    """anyio's table of each asyncio task's innermost cancel scope (scopes know their parent), or None when this anyio
+    keeps no such table: then each save runs in a shielded scope of its own."""
+    try:
+        from anyio._backends import _asyncio
+    except ImportError:
+        return None
+    states = getattr(_asyncio, "_task_states", None)
+    scope = getattr(_asyncio, "CancelScope", None)
+    if states is None or scope is None or not hasattr(scope, "_parent_scope"):
+        return None
+    return states
 
 
 def _storage_error(store: Any, instance: Instance, operation: str, error: OSError) -> StorageError:
