@@ -250,6 +250,38 @@ class _TurnServices:
         return await self._services.lease(instance)
 
 
+def _turn_services(services: RuntimeServices, run: AgentRun[Any]) -> Any:
+    """`_TurnServices` for `run`; for a runtime's own services, the same as a subclass of theirs (each part is read
+    from the runtime in one step, not through a second object)."""
+    own = _runtime_services()
+    if type(services) is own.__base__:
+        return own(services, run)
+    return _TurnServices(services, run)
+
+
+@functools.cache
+def _runtime_services() -> Any:
+    """The class of a turn's services over a runtime's own (`Runtime` services), made on first use."""
+    from onellm.runtime._runtime import _Services
+
+    class _RuntimeTurnServices(_Services):
+        __slots__ = ("_run",)
+
+        def __init__(self, services: _Services, run: AgentRun[Any]) -> None:
+            super().__init__(services._runtime)
+            self._run = run
+
+        async def save(self, instance: Instance) -> None:
+            # as `_TurnServices.save`
+            if instance.state == "running" and instance.messages and not instance.messages[-1].tool_calls:
+                self._run._dirty = True
+                return
+            await _Services.save(self, instance)
+            self._run._dirty = False
+
+    return _RuntimeTurnServices
+
+
 class AgentRun(Generic[T]):
     """One agent instance: drive it with `result()` or `events()`, steer it with `message()`, decide held calls with
     `approve()` and `deny()`, stop it with `cancel()`.
@@ -311,7 +343,7 @@ class AgentRun(Generic[T]):
         self._saving = False
         self._save_waiter: anyio.Event | None = None
         self._follower: AsyncIterator[AgentEvent] | None = None
-        self._turn_services = _TurnServices(services, self)
+        self._turn_services = _turn_services(services, self)
         self._drive_scope: anyio.CancelScope | None = None
         self._total: Decimal | None = None
         self._result: AgentResult[T] | None = None
@@ -1470,7 +1502,8 @@ class AgentRun(Generic[T]):
                     cost=cost,
                 )
             )
-        await self._costed(cost, None)
+        if self._listen or (hooks is not None and hooks.on_cost):  # nobody is told of the cost otherwise
+            await self._costed(cost, None)
         if hooks is not None and hooks.on_message:
             from onellm.agents._hooks import OnMessage
 
@@ -1529,7 +1562,10 @@ class AgentRun(Generic[T]):
         for job in jobs:
             if listen:
                 self._emit(_started(self._instance.id, job))
-            await self._step(self._run_job, job)
+            if self._drive_scope is not None and not self._cancel_requested:
+                await self._run_job(job)  # `_step` under the drive's scope: the call itself
+            else:
+                await self._step(self._run_job, job)
             await self._job_done(plan, job)
 
     async def _decide_calls(self, plan: _Plan) -> None:
@@ -1743,14 +1779,15 @@ class AgentRun(Generic[T]):
             await self._costed(Cost.of(result.cost_lines), job.call.id)
 
     def _tool_context(self, call: ToolCall | None, tool: Tool[..., Any] | None, *, approved: bool = False) -> Any:
+        name = tool.name if tool is not None else None
         return _tools().ToolContext(
             capabilities=self._caps,
             working_directory=self._workdir,
             instance_id=self._instance.id,
             call_id=call.id if call is not None else None,
-            tool_name=tool.name if tool is not None else None,
+            tool_name=name,
             runtime=self._runtime,
-            extra=self._tool_extra(tool, approved),
+            extra=self._tool_extra(tool, approved) if approved or name in _AGENT_TOOLS else None,
         )
 
     def _tool_extra(self, tool: Tool[..., Any] | None, approved: bool) -> dict[str, Any] | None:
