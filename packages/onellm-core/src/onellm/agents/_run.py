@@ -315,6 +315,8 @@ class AgentRun(Generic[T]):
         self._setup = setup
         self._caps = capabilities
         self._fresh = opening is not None
+        self._own_history = opening is not None
+        """Every turn of the instance ran under this handle's setup (it made the instance and never read it back)."""
         self._hooks: RunHooks | None = None
         self._hooks_ready = False
         self._model: ResolvedModel | None = None
@@ -400,11 +402,19 @@ class AgentRun(Generic[T]):
         async for _ in self._drive(listen=False):
             pass
         final = self._final()
-        if self._runtime is not None:
+        if self._runtime is not None and not self._childless():
             from onellm.agents._subagents import subtree_cost
 
             final.subtree_cost = await subtree_cost(self._runtime, self._instance, final.cost)
         return final
+
+    def _childless(self) -> bool:
+        """Whether no instance can have been started below this one: each of its turns ran under this handle's
+        setup, which has no tool that starts one, and no compaction summarized it (a summary runs as an instance)."""
+        setup = self._setup
+        if not self._own_history or setup is None or self._instance.compactions:
+            return False
+        return not any(name == "run_agent_async" or name.endswith("run-agent-async") for name in setup.tools)
 
     async def events(self) -> AsyncIterator[AgentEvent]:
         """Drive the run as `result()` does, yielding what happens as it happens (turns, tool calls, approvals,
@@ -823,6 +833,7 @@ class AgentRun(Generic[T]):
         loaded = await self._services.store.load(inst.id)
         if loaded is not None:
             self._instance = loaded
+            self._own_history = False
             self._scope_data = None
             self._scope_inputs = None
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -272,23 +273,22 @@ def _setup_key(
 ) -> tuple[Any, ...] | None:
     """What `AgentSetup.build` reads from a definition and the options, as values compared with `==` (None when the
     definition is not one a setup is kept for: one with warnings, or references that are not `Reference` objects)."""
-    import msgspec
-
-    from onellm.definitions import Reference
-
     if definition.warnings:
         return None
     references = definition.references
     refs: list[dict[str, Any]] | None = None
     if references is not None:
         refs = []
+        reference_type = _reference_type()
         for reference in references:
-            if type(reference) is not Reference:
+            if type(reference) is not reference_type:
                 return None
             refs.append(reference.to_data())
     schema = definition.extra.get("outputSchema")
     schema_text: bytes | None = None
     if schema is not None:
+        import msgspec
+
         try:
             schema_text = msgspec.json.encode(schema)  # a copy: the mapping may be changed in place
         except (TypeError, msgspec.EncodeError):
@@ -308,6 +308,14 @@ def _setup_key(
         max_iterations,
         installed,
     )
+
+
+@functools.cache
+def _reference_type() -> type:
+    """`onellm.definitions.Reference`, imported on first use."""
+    from onellm.definitions import Reference
+
+    return Reference
 
 
 def _tools_unchanged(tools: tuple[tuple[Any, ...], ...]) -> bool:
