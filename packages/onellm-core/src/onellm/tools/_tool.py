@@ -523,7 +523,7 @@ class Tool(Generic[P, R]):
             elif self._is_async or not self.in_thread:
                 # No timeout scope and no worker thread: the handler's value is awaited here, as `_run` would.
                 value = self._handler(values, ctx)
-                while type(value) not in _PLAIN_VALUES and inspect.isawaitable(value):
+                while type(value) is _COROUTINE or (type(value) not in _PLAIN_VALUES and inspect.isawaitable(value)):
                     value = await value
             else:
                 value = await self._run(values, ctx)
@@ -533,7 +533,7 @@ class Tool(Generic[P, R]):
             message = f"Tool '{self.name}' failed: {kind}: {text}" if text else f"Tool '{self.name}' failed: {kind}"
             return ToolResult.error(message, cost_lines=ctx._lines_since(start))
         try:
-            return self._result(value, ctx._lines_since(start))
+            return self._result(value, ctx._cost_lines[start:])
         except Exception as exc:
             return ToolResult.error(
                 f"Tool '{self.name}' returned a value that cannot be sent: {_exception_text(exc)}",
@@ -553,14 +553,14 @@ class Tool(Generic[P, R]):
 
     @staticmethod
     def _result(value: Any, cost_lines: list[CostLine]) -> ToolResult:
-        if isinstance(value, ToolResult):
-            merged = list(value.cost_lines)
-            merged.extend(line for line in cost_lines if not any(line is m for m in merged))
-            return ToolResult(parts=list(value.parts), is_error=value.is_error, cost_lines=merged, value=value.value)
         if type(value) is str:  # the usual answer: one text part
             return ToolResult(
                 parts=[_messages().TextPart(text=value)], is_error=False, cost_lines=cost_lines, value=value
             )
+        if isinstance(value, ToolResult):
+            merged = list(value.cost_lines)
+            merged.extend(line for line in cost_lines if not any(line is m for m in merged))
+            return ToolResult(parts=list(value.parts), is_error=value.is_error, cost_lines=merged, value=value.value)
         return ToolResult(parts=to_parts(value), is_error=False, cost_lines=cost_lines, value=value)
 
 
@@ -577,6 +577,9 @@ def _part_types() -> tuple[type, ...]:
 
 _PLAIN_VALUES: Final = frozenset({str, dict, list, int, float, bool, type(None)})
 """Types a tool returns that are never awaitable (`Tool._run` asks no more of them)."""
+
+_COROUTINE: Final = types.CoroutineType
+"""What an async tool's handler gives: awaited without `inspect.isawaitable`'s checks."""
 
 
 @functools.cache
