@@ -250,38 +250,6 @@ class _TurnServices:
         return await self._services.lease(instance)
 
 
-def _turn_services(services: RuntimeServices, run: AgentRun[Any]) -> Any:
-    """`_TurnServices` for `run`; for a runtime's own services, the same as a subclass of theirs (each part is read
-    from the runtime in one step, not through a second object)."""
-    own = _runtime_services()
-    if type(services) is own.__base__:
-        return own(services, run)
-    return _TurnServices(services, run)
-
-
-@functools.cache
-def _runtime_services() -> Any:
-    """The class of a turn's services over a runtime's own (`Runtime` services), made on first use."""
-    from onellm.runtime._runtime import _Services
-
-    class _RuntimeTurnServices(_Services):
-        __slots__ = ("_run",)
-
-        def __init__(self, services: _Services, run: AgentRun[Any]) -> None:
-            super().__init__(services._runtime)
-            self._run = run
-
-        async def save(self, instance: Instance) -> None:
-            # as `_TurnServices.save`
-            if instance.state == "running" and instance.messages and not instance.messages[-1].tool_calls:
-                self._run._dirty = True
-                return
-            await _Services.save(self, instance)
-            self._run._dirty = False
-
-    return _RuntimeTurnServices
-
-
 class AgentRun(Generic[T]):
     """One agent instance: drive it with `result()` or `events()`, steer it with `message()`, decide held calls with
     `approve()` and `deny()`, stop it with `cancel()`.
@@ -345,7 +313,7 @@ class AgentRun(Generic[T]):
         self._saving = False
         self._save_waiter: anyio.Event | None = None
         self._follower: AsyncIterator[AgentEvent] | None = None
-        self._turn_services = _turn_services(services, self)
+        self._turn_services = _TurnServices(services, self)
         self._drive_scope: anyio.CancelScope | None = None
         self._total: Decimal | None = None
         self._result: AgentResult[T] | None = None
