@@ -792,7 +792,9 @@ class _Services:
             if type(store) is _memory_store():
                 cast(Any, store).save_sync(instance)  # in memory, and no await: nothing can cut it short
             else:
-                await _uncancellable(store.save(instance))
+                rest = _begin_save(store.save(instance))
+                if rest is not None:  # the save waits: the rest of it, shielded
+                    await rest
         except OSError as error:
             raise _storage_error(store, instance, "save", error) from error
 
@@ -804,8 +806,9 @@ def _memory_store() -> type:
     return MemoryInstanceStore
 
 
-async def _uncancellable(save: Any) -> None:
-    """Await a store's save so that no cancellation cuts it short, as a shielded cancel scope around it does.
+def _begin_save(save: Any) -> Any:
+    """Run a store's save up to its first wait, and give what is left of it to await (None when it is done), so that
+    no cancellation cuts it short, as a shielded cancel scope around it does.
 
     A cancellation only lands where the save waits. One that finishes without waiting (a store that keeps nothing, or
     keeps the instance in memory) needs no scope at all; one that waits is shielded from its first wait on: by a
@@ -813,22 +816,28 @@ async def _uncancellable(save: Any) -> None:
     by shielding the outermost of them (a scope of ours entered inside those would be left after them)."""
     states = _scope_states()
     task = None
-    if states is not None and type(save) is types.CoroutineType:
+    if states is not None and type(save) is _COROUTINE:
         try:
             task = asyncio.current_task()
         except RuntimeError:  # another event loop than asyncio's
             task = None
     if task is None:
-        with anyio.CancelScope(shield=True):
-            await save
-        return
+        return _shielded(save)
     state = states.get(task)
     before = state.cancel_scope if state is not None else None
     try:
         waiting = save.send(None)
     except StopIteration:
-        return
-    await _ShieldedRest(save, waiting, states, task, before)
+        return None
+    return _ShieldedRest(save, waiting, states, task, before)
+
+
+_COROUTINE = types.CoroutineType
+
+
+async def _shielded(save: Any) -> None:
+    with anyio.CancelScope(shield=True):
+        await save
 
 
 class _ShieldedRest:
