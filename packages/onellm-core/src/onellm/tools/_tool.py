@@ -392,7 +392,7 @@ class Tool(Generic[P, R]):
             props.append(Property(param.name, param.name, node, required))
             if param.kind is param.POSITIONAL_ONLY:
                 positional.append(param.name)
-        arguments = object_type(props, lambda values: values)
+        arguments = object_type(props, None)  # the converted values by parameter name are the arguments
         output_schema: dict[str, Any] | None = None
         returned = signature.return_annotation
         if not _returns_parts_or_text(returned):
