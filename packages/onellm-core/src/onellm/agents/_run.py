@@ -161,11 +161,7 @@ class _TurnServices:
         self._run = run
 
     async def save(self, instance: Instance) -> None:
-        if instance.state == "running" and instance.messages and not instance.messages[-1].tool_calls:
-            self._run._dirty = True
-            return
-        await self._services.save(instance)
-        self._run._dirty = False
+        await self._run._turn_save(instance)
 
     # everything else is the run's services
     @property
@@ -313,7 +309,11 @@ class AgentRun(Generic[T]):
         self._saving = False
         self._save_waiter: anyio.Event | None = None
         self._follower: AsyncIterator[AgentEvent] | None = None
-        self._turn_services = _TurnServices(services, self)
+        # A runtime's own services make the turns' copy themselves: each part read from the runtime in one step.
+        with_save = getattr(services, "with_save", None)
+        self._turn_services: Any = (
+            with_save(self._turn_save) if with_save is not None else _TurnServices(services, self)
+        )
         self._drive_scope: anyio.CancelScope | None = None
         self._total: Decimal | None = None
         self._result: AgentResult[T] | None = None
@@ -330,6 +330,14 @@ class AgentRun(Generic[T]):
 
     def __repr__(self) -> str:
         return f"AgentRun(instance={self._instance.id!r}, state={self._instance.state!r})"
+
+    async def _turn_save(self, instance: Instance) -> None:
+        """How a turn's model call saves (see `_TurnServices`)."""
+        if instance.state == "running" and instance.messages and not instance.messages[-1].tool_calls:
+            self._dirty = True
+            return
+        await self._services.save(instance)
+        self._dirty = False
 
     # ------------------------------------------------------------------------------------------------- the face
 
