@@ -24,7 +24,7 @@ import functools
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -132,20 +132,25 @@ class _Job:
     duration_ms: int | None = None
 
 
-@dataclass(slots=True)
 class _Plan:
-    """The calls of one message being answered, and what became of each."""
+    """The calls of one message being answered, and what became of each (made at every tool-calling turn: a plain
+    class, its containers made in place rather than by a dataclass's factories)."""
 
-    message: Message
-    injected: bool = False
-    jobs: list[_Job] = field(default_factory=list)
-    results: dict[int, ToolResult] = field(default_factory=dict)
-    durations: dict[int, int] = field(default_factory=dict)
-    inputs: dict[int, dict[str, Any]] = field(default_factory=dict)
-    held: list[tuple[int, str | None, str]] = field(default_factory=list)
-    """(call index, reason, who asked for approval)."""
-    asked: int | None = None
-    parallel: bool = False
+    __slots__ = ("asked", "durations", "held", "injected", "inputs", "jobs", "message", "parallel", "results")
+
+    def __init__(
+        self, message: Message, *, injected: bool = False, results: dict[int, ToolResult] | None = None
+    ) -> None:
+        self.message = message
+        self.injected = injected
+        self.jobs: list[_Job] = []
+        self.results: dict[int, ToolResult] = {} if results is None else results
+        self.durations: dict[int, int] = {}
+        self.inputs: dict[int, dict[str, Any]] = {}
+        self.held: list[tuple[int, str | None, str]] = []
+        """(call index, reason, who asked for approval)."""
+        self.asked: int | None = None
+        self.parallel = False
 
 
 class _TurnServices:
@@ -1809,7 +1814,11 @@ class AgentRun(Generic[T]):
                 new_calls.append(answered)
             finished = _clone(message)
             finished.tool_calls = new_calls
-            self._replace(message, finished)
+            messages = inst.messages
+            if messages and messages[-1] is message:  # the turn just answered, nearly always
+                messages[-1] = finished
+            else:
+                self._replace(message, finished)
             plan.message = finished
         else:
             finished = message
