@@ -45,7 +45,9 @@ from onellm.agents._events import (
     TurnEnded,
     TurnStarted,
 )
+from onellm.agents._hooks import RunHooks, load_definition_hooks
 from onellm.agents._result import AgentResult, StopReason, instance_cost, instance_usage
+from onellm.agents._setup import AgentSetup, recorded_grants
 from onellm.agents._state import INTERRUPTED, INTERRUPTED_AFTER_APPROVAL, check_instance, find_call, orphans
 from onellm.errors import (
     AgentStateError,
@@ -58,8 +60,6 @@ from onellm.errors import (
 from onellm.messages import Cost, FromPart, Message, MessageSource, TextPart
 
 if TYPE_CHECKING:
-    from onellm.agents._hooks import RunHooks
-    from onellm.agents._setup import AgentSetup
     from onellm.capabilities import Capabilities
     from onellm.catalog import ResolvedModel
     from onellm.definitions import Definition
@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     from onellm.records import Record
     from onellm.runtime import AskResult, RuntimeServices
     from onellm.tools import Tool, ToolResult
+    from onellm.tools.builtin.agent import AskUserRequest
 
 __all__ = ["AgentRun", "SyncAgentRun"]
 
@@ -883,9 +884,6 @@ class AgentRun(Generic[T]):
 
     async def _prepare(self) -> None:
         """The run's setup, grants, hooks and model: built once per handle (grants on every segment of a saved one)."""
-        from onellm.agents._hooks import RunHooks, load_definition_hooks
-        from onellm.agents._setup import AgentSetup, recorded_grants
-
         services = self._services
         inst = self._instance
         if not self._fresh:
@@ -1015,8 +1013,9 @@ class AgentRun(Generic[T]):
 
     async def _open(self) -> AsyncIterator[AgentEvent]:
         """Render the initial prompts into the instance, run the injected tool calls, add the task prompt."""
-        from onellm.runtime import api_source, expand_from_part, new_message_id, runtime_source, when_holds
-
+        rt = _runtime()
+        api_source, runtime_source, new_message_id = rt.api_source, rt.runtime_source, rt.new_message_id
+        expand_from_part, when_holds = rt.expand_from_part, rt.when_holds
         opening = self._opening
         assert opening is not None
         # The template data is made when a template first needs it, from the caller's own inputs (assets with their
@@ -2266,9 +2265,7 @@ class AgentRun(Generic[T]):
         goes to the instance's asset store now: a save stores only the last message's, and several may come first."""
         inst = self._instance
         if message.user:
-            from onellm.runtime import store_assets
-
-            store_assets(self._services.store, inst, message)
+            _runtime().store_assets(self._services.store, inst, message)
         inst.messages.append(message)
         self._dirty = True
         if self._services.recording:
@@ -2376,8 +2373,6 @@ class AgentRun(Generic[T]):
 
     def _final(self) -> AgentResult[T]:
         """How the instance stands, as an `AgentResult`."""
-        from onellm.tools.builtin.agent import AskUserRequest
-
         inst = self._instance
         state = inst.effective_state.value  # a state this version does not know counts as stopped
         undecided = [e for e in inst.pending_approvals if not e.decided]
@@ -2413,6 +2408,8 @@ class AgentRun(Generic[T]):
         if inst.ask_user is not None:
             found = find_call(inst, inst.ask_user.tool_call_id, inst.ask_user.message_id)
             if found is not None:
+                from onellm.tools.builtin.agent import AskUserRequest
+
                 asked = inst.messages[found[0]].tool_calls[found[1]]
                 raw = asked.inputs.get("choices")
                 choices = tuple(c for c in raw if isinstance(c, str)) if isinstance(raw, list) else ()

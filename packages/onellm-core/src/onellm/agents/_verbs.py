@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from onellm.agents._run import AgentRun, SyncAgentRun, _Opening, _Options
+from onellm.agents._setup import grants_summary, kept_setup, load_definition
 from onellm.errors import BadDefinitionError, InstanceNotFoundError
 from onellm.messages import plain_data
 
@@ -71,7 +72,6 @@ async def start_agent_run(
     **options: Any,
 ) -> AgentRun[Any]:
     """A new agent instance, ready to run (see `Runtime.start_agent`)."""
-    from onellm.agents._setup import grants_summary, kept_setup, load_definition
     from onellm.instances import Instance
     from onellm.runtime import prompt_parts
 
