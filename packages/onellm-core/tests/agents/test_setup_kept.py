@@ -171,3 +171,13 @@ async def test_other_options_are_set_up_again() -> None:
     assert typed.output is int
     assert again.max_iterations == first.max_iterations
     assert again.output is None
+
+
+async def test_a_definition_read_from_a_file_keeps_nothing(tmp_path: Path) -> None:
+    # read afresh on every run: a setup kept for it would never be used, only hold the definition
+    runtime, provider = _runtime()
+    path = tmp_path / "agent.yaml"
+    path.write_text(AGENT, encoding="utf-8")
+    assert await _sent_tools(runtime, provider, path) == ["echo", "task_complete"]
+    assert await _sent_tools(runtime, provider, str(path)) == ["echo", "task_complete"]
+    assert runtime.tools._derived == {}

@@ -257,7 +257,8 @@ def kept_setup(
     )
     if not setup.warnings:
         if len(kept) >= _KEPT_SETUPS:
-            kept.pop(next(iter(kept)))
+            for oldest in list(kept)[:1]:
+                kept.pop(oldest, None)
         tools = tuple((t, t.name, t.description, t.input_schema, t.required_grants) for t in setup.tools.values())
         # `build` may have registered a tool it found (`task_complete`), emptying what the registry kept
         kept[id(definition)] = (definition, output, key, capabilities, tools, setup)
