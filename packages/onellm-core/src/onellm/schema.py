@@ -326,6 +326,7 @@ def _int_converter(c: _Constraints) -> Converter:
 
     def convert(value: Any) -> int:
         kind = type(value)
+        n: int
         if kind is int:
             n = value
         elif kind is float and value.is_integer():
@@ -338,7 +339,7 @@ def _int_converter(c: _Constraints) -> Converter:
             raise _fail("an integer", value)
         if ranged:
             _check_range(n, c)
-        return int(n)
+        return n  # an int already, on every path above
 
     return convert
 
@@ -865,11 +866,12 @@ def _builder(tp: type, props: list[Property]) -> Callable[[dict[str, Any]], Any]
     return build
 
 
-def object_type(props: list[Property], build: Callable[[dict[str, Any]], Any]) -> JsonType:
-    """A closed object of `props`; `build(values_by_attr)` makes the Python value."""
+def object_type(props: list[Property], build: Callable[[dict[str, Any]], Any] | None) -> JsonType:
+    """A closed object of `props`; `build(values_by_attr)` makes the Python value (None: the values are the value)."""
     by_name = {p.name: (p.attr, p.json_type.converter) for p in props}
     required = [p.name for p in props if p.required]
     names = ", ".join(by_name) or "none"
+    count = len(by_name)
 
     def convert(value: Any) -> Any:
         if type(value) is not dict and not isinstance(value, Mapping):
@@ -879,15 +881,16 @@ def object_type(props: list[Property], build: Callable[[dict[str, Any]], Any]) -
             prop = by_name.get(key)
             if prop is None:
                 raise ArgumentError(f"is not accepted (accepted: {names})", (str(key),))
+            attr, converter = prop
             try:
-                values[prop[0]] = prop[1](item)
+                values[attr] = converter(item)
             except ArgumentError as exc:
                 raise exc.within(key) from None
-        if len(values) < len(by_name):
+        if len(values) < count:
             for name in required:
                 if name not in value:
                     raise ArgumentError("is required", (name,))
-        return build(values)
+        return values if build is None else build(values)
 
     schema: dict[str, Any] = {"type": "object", "properties": {p.name: p.json_type.schema for p in props}}
     if required:

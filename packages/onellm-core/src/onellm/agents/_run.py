@@ -24,7 +24,7 @@ import functools
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -45,7 +45,9 @@ from onellm.agents._events import (
     TurnEnded,
     TurnStarted,
 )
+from onellm.agents._hooks import RunHooks, load_definition_hooks
 from onellm.agents._result import AgentResult, StopReason, instance_cost, instance_usage
+from onellm.agents._setup import AgentSetup, recorded_grants
 from onellm.agents._state import INTERRUPTED, INTERRUPTED_AFTER_APPROVAL, check_instance, find_call, orphans
 from onellm.errors import (
     AgentStateError,
@@ -58,8 +60,6 @@ from onellm.errors import (
 from onellm.messages import Cost, FromPart, Message, MessageSource, TextPart
 
 if TYPE_CHECKING:
-    from onellm.agents._hooks import RunHooks
-    from onellm.agents._setup import AgentSetup
     from onellm.capabilities import Capabilities
     from onellm.catalog import ResolvedModel
     from onellm.definitions import Definition
@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     from onellm.records import Record
     from onellm.runtime import AskResult, RuntimeServices
     from onellm.tools import Tool, ToolResult
+    from onellm.tools.builtin.agent import AskUserRequest
 
 __all__ = ["AgentRun", "SyncAgentRun"]
 
@@ -132,20 +133,25 @@ class _Job:
     duration_ms: int | None = None
 
 
-@dataclass(slots=True)
 class _Plan:
-    """The calls of one message being answered, and what became of each."""
+    """The calls of one message being answered, and what became of each (made at every tool-calling turn: a plain
+    class, its containers made in place rather than by a dataclass's factories)."""
 
-    message: Message
-    injected: bool = False
-    jobs: list[_Job] = field(default_factory=list)
-    results: dict[int, ToolResult] = field(default_factory=dict)
-    durations: dict[int, int] = field(default_factory=dict)
-    inputs: dict[int, dict[str, Any]] = field(default_factory=dict)
-    held: list[tuple[int, str | None, str]] = field(default_factory=list)
-    """(call index, reason, who asked for approval)."""
-    asked: int | None = None
-    parallel: bool = False
+    __slots__ = ("asked", "durations", "held", "injected", "inputs", "jobs", "message", "parallel", "results")
+
+    def __init__(
+        self, message: Message, *, injected: bool = False, results: dict[int, ToolResult] | None = None
+    ) -> None:
+        self.message = message
+        self.injected = injected
+        self.jobs: list[_Job] = []
+        self.results: dict[int, ToolResult] = {} if results is None else results
+        self.durations: dict[int, int] = {}
+        self.inputs: dict[int, dict[str, Any]] = {}
+        self.held: list[tuple[int, str | None, str]] = []
+        """(call index, reason, who asked for approval)."""
+        self.asked: int | None = None
+        self.parallel = False
 
 
 class _TurnServices:
@@ -162,17 +168,7 @@ class _TurnServices:
         self._run = run
 
     async def save(self, instance: Instance) -> None:
-        if instance.state == "running" and instance.messages:
-            last = instance.messages[-1]
-            run = self._run
-            if not last.tool_calls or (
-                run._stored and getattr(self._services.store, "volatile", False) is True and run._runs_now(last)
-            ):
-                run._dirty = True
-                return
-        await self._services.save(instance)
-        self._run._dirty = False
-        self._run._stored = True
+        await self._run._turn_save(instance)
 
     # everything else is the run's services
     @property
@@ -290,6 +286,8 @@ class AgentRun(Generic[T]):
         self._setup = setup
         self._caps = capabilities
         self._fresh = opening is not None
+        self._own_history = opening is not None
+        """Every turn of the instance ran under this handle's setup (it made the instance and never read it back)."""
         self._hooks: RunHooks | None = None
         self._hooks_ready = False
         self._model: ResolvedModel | None = None
@@ -320,7 +318,11 @@ class AgentRun(Generic[T]):
         self._saving = False
         self._save_waiter: anyio.Event | None = None
         self._follower: AsyncIterator[AgentEvent] | None = None
-        self._turn_services = _TurnServices(services, self)
+        # A runtime's own services make the turns' copy themselves: each part read from the runtime in one step.
+        with_save = getattr(services, "with_save", None)
+        self._turn_services: Any = (
+            with_save(self._turn_save) if with_save is not None else _TurnServices(services, self)
+        )
         self._drive_scope: anyio.CancelScope | None = None
         self._total: Decimal | None = None
         self._result: AgentResult[T] | None = None
@@ -337,6 +339,19 @@ class AgentRun(Generic[T]):
 
     def __repr__(self) -> str:
         return f"AgentRun(instance={self._instance.id!r}, state={self._instance.state!r})"
+
+    async def _turn_save(self, instance: Instance) -> None:
+        """How a turn's model call saves (see `_TurnServices`)."""
+        if instance.state == "running" and instance.messages:
+            last = instance.messages[-1]
+            if not last.tool_calls or (
+                self._stored and getattr(self._services.store, "volatile", False) is True and self._runs_now(last)
+            ):
+                self._dirty = True
+                return
+        await self._services.save(instance)
+        self._dirty = False
+        self._stored = True
 
     # ------------------------------------------------------------------------------------------------- the face
 
@@ -377,11 +392,19 @@ class AgentRun(Generic[T]):
         async for _ in self._drive(listen=False):
             pass
         final = self._final()
-        if self._runtime is not None:
+        if self._runtime is not None and not self._childless():
             from onellm.agents._subagents import subtree_cost
 
             final.subtree_cost = await subtree_cost(self._runtime, self._instance, final.cost)
         return final
+
+    def _childless(self) -> bool:
+        """Whether no instance can have been started below this one: each of its turns ran under this handle's
+        setup, which has no tool that starts one, and no compaction summarized it (a summary runs as an instance)."""
+        setup = self._setup
+        if not self._own_history or setup is None or self._instance.compactions:
+            return False
+        return not any(name == "run_agent_async" or name.endswith("run-agent-async") for name in setup.tools)
 
     async def events(self) -> AsyncIterator[AgentEvent]:
         """Drive the run as `result()` does, yielding what happens as it happens (turns, tool calls, approvals,
@@ -800,6 +823,7 @@ class AgentRun(Generic[T]):
         loaded = await self._services.store.load(inst.id)
         if loaded is not None:
             self._instance = loaded
+            self._own_history = False
             self._scope_data = None
             self._scope_inputs = None
 
@@ -868,9 +892,6 @@ class AgentRun(Generic[T]):
 
     async def _prepare(self) -> None:
         """The run's setup, grants, hooks and model: built once per handle (grants on every segment of a saved one)."""
-        from onellm.agents._hooks import RunHooks, load_definition_hooks
-        from onellm.agents._setup import AgentSetup, recorded_grants
-
         services = self._services
         inst = self._instance
         if not self._fresh:
@@ -1000,8 +1021,9 @@ class AgentRun(Generic[T]):
 
     async def _open(self) -> AsyncIterator[AgentEvent]:
         """Render the initial prompts into the instance, run the injected tool calls, add the task prompt."""
-        from onellm.runtime import api_source, expand_from_part, new_message_id, runtime_source, when_holds
-
+        rt = _runtime()
+        api_source, runtime_source, new_message_id = rt.api_source, rt.runtime_source, rt.new_message_id
+        expand_from_part, when_holds = rt.expand_from_part, rt.when_holds
         opening = self._opening
         assert opening is not None
         # The template data is made when a template first needs it, from the caller's own inputs (assets with their
@@ -1504,7 +1526,8 @@ class AgentRun(Generic[T]):
                     cost=cost,
                 )
             )
-        await self._costed(cost, None)
+        if self._listen or (hooks is not None and hooks.on_cost):  # nobody is told of the cost otherwise
+            await self._costed(cost, None)
         if hooks is not None and hooks.on_message:
             from onellm.agents._hooks import OnMessage
 
@@ -1563,7 +1586,10 @@ class AgentRun(Generic[T]):
         for job in jobs:
             if listen:
                 self._emit(_started(self._instance.id, job))
-            await self._step(self._run_job, job)
+            if self._drive_scope is not None and not self._cancel_requested:
+                await self._run_job(job)  # `_step` under the drive's scope: the call itself
+            else:
+                await self._step(self._run_job, job)
             await self._job_done(plan, job)
 
     async def _decide_calls(self, plan: _Plan) -> None:
@@ -1777,14 +1803,15 @@ class AgentRun(Generic[T]):
             await self._costed(Cost.of(result.cost_lines), job.call.id)
 
     def _tool_context(self, call: ToolCall | None, tool: Tool[..., Any] | None, *, approved: bool = False) -> Any:
+        name = tool.name if tool is not None else None
         return _tools().ToolContext(
             capabilities=self._caps,
             working_directory=self._workdir,
             instance_id=self._instance.id,
             call_id=call.id if call is not None else None,
-            tool_name=tool.name if tool is not None else None,
+            tool_name=name,
             runtime=self._runtime,
-            extra=self._tool_extra(tool, approved),
+            extra=self._tool_extra(tool, approved) if approved or name in _AGENT_TOOLS else None,
         )
 
     def _tool_extra(self, tool: Tool[..., Any] | None, approved: bool) -> dict[str, Any] | None:
@@ -1819,7 +1846,11 @@ class AgentRun(Generic[T]):
                 new_calls.append(answered)
             finished = _clone(message)
             finished.tool_calls = new_calls
-            self._replace(message, finished)
+            messages = inst.messages
+            if messages and messages[-1] is message:  # the turn just answered, nearly always
+                messages[-1] = finished
+            else:
+                self._replace(message, finished)
             plan.message = finished
         else:
             finished = message
@@ -2267,9 +2298,7 @@ class AgentRun(Generic[T]):
         goes to the instance's asset store now: a save stores only the last message's, and several may come first."""
         inst = self._instance
         if message.user:
-            from onellm.runtime import store_assets
-
-            store_assets(self._services.store, inst, message)
+            _runtime().store_assets(self._services.store, inst, message)
         inst.messages.append(message)
         self._dirty = True
         if self._services.recording:
@@ -2378,8 +2407,6 @@ class AgentRun(Generic[T]):
 
     def _final(self) -> AgentResult[T]:
         """How the instance stands, as an `AgentResult`."""
-        from onellm.tools.builtin.agent import AskUserRequest
-
         inst = self._instance
         state = inst.effective_state.value  # a state this version does not know counts as stopped
         undecided = [e for e in inst.pending_approvals if not e.decided]
@@ -2415,6 +2442,8 @@ class AgentRun(Generic[T]):
         if inst.ask_user is not None:
             found = find_call(inst, inst.ask_user.tool_call_id, inst.ask_user.message_id)
             if found is not None:
+                from onellm.tools.builtin.agent import AskUserRequest
+
                 asked = inst.messages[found[0]].tool_calls[found[1]]
                 raw = asked.inputs.get("choices")
                 choices = tuple(c for c in raw if isinstance(c, str)) if isinstance(raw, list) else ()

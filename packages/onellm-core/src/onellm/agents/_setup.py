@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -203,6 +204,132 @@ class AgentSetup:
             output_schema=schema,
             warnings=warnings,
         )
+
+
+def kept_setup(
+    services: RuntimeServices,
+    definition: Definition,
+    *,
+    folder: Path | None,
+    file: str,
+    capabilities: Capabilities,
+    strict: bool,
+    output: Any = None,
+    max_iterations: int | None = None,
+) -> AgentSetup:
+    """`AgentSetup.build`, or the setup an earlier run built from the same definition (unchanged since), the same
+    registered tools (the registry forgets what it kept whenever a tool or group is added), equal grants and the same
+    options. Only a setup without warnings is kept: a lenient run that dropped a reference checks it again."""
+    registry = services.tools
+    kept: dict[Any, Any] | None = getattr(registry, "_derived", None)
+    key = _setup_key(definition, folder, file, strict, max_iterations, getattr(registry, "installed", None))
+    if kept is None or key is None:
+        return AgentSetup.build(
+            services,
+            definition,
+            folder=folder,
+            file=file,
+            capabilities=capabilities,
+            strict=strict,
+            output=output,
+            max_iterations=max_iterations,
+        )
+    entry = kept.get(id(definition))
+    if (
+        entry is not None
+        and entry[0] is definition
+        and entry[1] is output
+        and entry[2] == key
+        and entry[3] == capabilities
+        and _tools_unchanged(entry[4])
+    ):
+        setup: AgentSetup = entry[5]
+        return setup
+    setup = AgentSetup.build(
+        services,
+        definition,
+        folder=folder,
+        file=file,
+        capabilities=capabilities,
+        strict=strict,
+        output=output,
+        max_iterations=max_iterations,
+    )
+    if not setup.warnings:
+        if len(kept) >= _KEPT_SETUPS:
+            for oldest in list(kept)[:1]:
+                kept.pop(oldest, None)
+        tools = tuple((t, t.name, t.description, t.input_schema, t.required_grants) for t in setup.tools.values())
+        # `build` may have registered a tool it found (`task_complete`), emptying what the registry kept
+        kept[id(definition)] = (definition, output, key, capabilities, tools, setup)
+    return setup
+
+
+_KEPT_SETUPS = 64
+"""Setups a tool registry keeps, one per definition (the oldest goes first)."""
+
+
+def _setup_key(
+    definition: Definition, folder: Path | None, file: str, strict: bool, max_iterations: int | None, installed: Any
+) -> tuple[Any, ...] | None:
+    """What `AgentSetup.build` reads from a definition and the options, as values compared with `==` (None when the
+    definition is not one a setup is kept for: one with warnings, or references that are not `Reference` objects)."""
+    if definition.warnings:
+        return None
+    references = definition.references
+    refs: list[dict[str, Any]] | None = None
+    if references is not None:
+        refs = []
+        reference_type = _reference_type()
+        for reference in references:
+            if type(reference) is not reference_type:
+                return None
+            refs.append(reference.to_data())
+    schema = definition.extra.get("outputSchema")
+    schema_text: bytes | None = None
+    if schema is not None:
+        import msgspec
+
+        try:
+            schema_text = msgspec.json.encode(schema)  # a copy: the mapping may be changed in place
+        except (TypeError, msgspec.EncodeError):
+            return None
+    thinking = definition.thinking
+    return (
+        refs,
+        schema_text,
+        definition.max_tokens,
+        definition.temperature,
+        definition.service_tier,
+        None if thinking is None else (thinking.effort, thinking.budget),
+        definition.max_iterations,
+        folder,
+        file,
+        strict,
+        max_iterations,
+        installed,
+    )
+
+
+@functools.cache
+def _reference_type() -> type:
+    """`onellm.definitions.Reference`, imported on first use."""
+    from onellm.definitions import Reference
+
+    return Reference
+
+
+def _tools_unchanged(tools: tuple[tuple[Any, ...], ...]) -> bool:
+    """Whether each kept tool still has the name, description, schema and grants its definition was made from."""
+    for tool, name, description, schema, grants in tools:
+        if (
+            tool.name != name
+            or tool.description != description
+            or tool.input_schema is not schema
+            or tool.required_grants != grants
+        ):
+            return False
+    return True
 
 
 _publish("onellm.agents", GrantsMissingError)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from onellm.agents._run import AgentRun, SyncAgentRun, _Opening, _Options
+from onellm.agents._setup import AgentSetup, grants_summary, kept_setup, load_definition
 from onellm.errors import BadDefinitionError, InstanceNotFoundError
 from onellm.messages import plain_data
 
@@ -71,7 +72,6 @@ async def start_agent_run(
     **options: Any,
 ) -> AgentRun[Any]:
     """A new agent instance, ready to run (see `Runtime.start_agent`)."""
-    from onellm.agents._setup import AgentSetup, grants_summary, load_definition
     from onellm.instances import Instance
     from onellm.runtime import prompt_parts
 
@@ -82,7 +82,9 @@ async def start_agent_run(
     if prompt is not None:
         items = [prompt] if isinstance(prompt, str) or not isinstance(prompt, list | tuple) else list(prompt)
         parts = prompt_parts(items, "prompt")
-    if isinstance(definition, str | os.PathLike):
+    # A definition read from a file here is a new object each run: its setup would never be asked for again.
+    keep = not isinstance(definition, str | os.PathLike)
+    if not keep:
         loaded, folder, name = await anyio.to_thread.run_sync(load_definition, definition)
     else:
         loaded, folder, name = load_definition(definition)
@@ -100,7 +102,7 @@ async def start_agent_run(
     caps = services.capabilities
     if opts.capabilities is not None:
         caps = caps.intersect(opts.capabilities)
-    setup = AgentSetup.build(
+    setup = (kept_setup if keep else AgentSetup.build)(
         services,
         loaded,
         folder=folder,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
@@ -780,6 +780,10 @@ class _Services:
             raise _storage_error(store, instance, "acquire", error) from error
         return lease
 
+    def with_save(self, save: Callable[[Instance], Awaitable[None]]) -> _Services:
+        """These services, saving through `save` (an agent run saves some of its turns later, with its state)."""
+        return _SavingServices(self._runtime, save)
+
     async def save(self, instance: Instance) -> None:
         store = self._runtime.store
         try:
@@ -794,6 +798,20 @@ class _Services:
                     await store.save(instance)
         except OSError as error:
             raise _storage_error(store, instance, "save", error) from error
+
+
+class _SavingServices(_Services):
+    """A runtime's services whose saves go through a function (`_Services.with_save`); every other part is the
+    runtime's, read on each use."""
+
+    __slots__ = ("_save",)
+
+    def __init__(self, runtime: Runtime, save: Callable[[Instance], Awaitable[None]]) -> None:
+        super().__init__(runtime)
+        self._save = save
+
+    async def save(self, instance: Instance) -> None:
+        await self._save(instance)
 
 
 @functools.cache

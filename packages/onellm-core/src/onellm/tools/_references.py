@@ -134,6 +134,8 @@ class ToolRegistry:
     def __init__(self, tools: Iterable[Tool[..., Any] | Callable[..., Any]] = (), *, installed: bool = True) -> None:
         self._tools: dict[str, Tool[..., Any]] = {}
         self._groups: dict[str, tuple[str, ...]] = {}
+        self._derived: dict[Any, Any] = {}
+        """What was worked out from the registered tools (an agent's checked setup), emptied whenever they change."""
         self.installed = installed
         """Whether `find` falls back to the installed distributions' tools."""
         self.add(*tools)
@@ -146,6 +148,7 @@ class ToolRegistry:
             if not replace and t.name in self._tools and self._tools[t.name] is not t:
                 raise ValueError(f"a tool named {t.name!r} is already registered; pass replace=True to replace it")
             self._tools[t.name] = t
+            self._derived.clear()
 
     def add_group(self, name: str, tools: Iterable[Tool[..., Any] | Callable[..., Any] | str]) -> None:
         """Register a named group (a source). Tools and functions are registered too (a name already taken by another
@@ -162,6 +165,7 @@ class ToolRegistry:
             self.add(t)
             members.append(t.name)
         self._groups[name] = tuple(dict.fromkeys(members))
+        self._derived.clear()
 
     def get(self, name: str) -> Tool[..., Any] | None:
         """The tool named `name`, or None."""

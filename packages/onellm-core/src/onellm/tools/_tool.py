@@ -392,7 +392,7 @@ class Tool(Generic[P, R]):
             props.append(Property(param.name, param.name, node, required))
             if param.kind is param.POSITIONAL_ONLY:
                 positional.append(param.name)
-        arguments = object_type(props, lambda values: values)
+        arguments = object_type(props, None)  # the converted values by parameter name are the arguments
         output_schema: dict[str, Any] | None = None
         returned = signature.return_annotation
         if not _returns_parts_or_text(returned):
@@ -496,8 +496,6 @@ class Tool(Generic[P, R]):
             arguments: The model's arguments: a decoded JSON object, or its JSON text.
             context: The call's context; a fresh one (no capabilities) when omitted.
         """
-        import anyio
-
         ctx = context if context is not None else ToolContext()
         ctx.tool_name = self.name
         start = len(ctx._cost_lines)
@@ -513,6 +511,8 @@ class Tool(Generic[P, R]):
             )
         try:
             if self.timeout_seconds:
+                import anyio
+
                 with anyio.move_on_after(self.timeout_seconds) as scope:
                     value = await self._run(values, ctx)
                 if scope.cancelled_caught:
@@ -520,6 +520,11 @@ class Tool(Generic[P, R]):
                         f"Tool '{self.name}' timed out after {_seconds(self.timeout_seconds)} s.",
                         cost_lines=ctx._lines_since(start),
                     )
+            elif self._is_async or not self.in_thread:
+                # No timeout scope and no worker thread: the handler's value is awaited here, as `_run` would.
+                value = self._handler(values, ctx)
+                while type(value) is _COROUTINE or (type(value) not in _PLAIN_VALUES and inspect.isawaitable(value)):
+                    value = await value
             else:
                 value = await self._run(values, ctx)
         except Exception as exc:
@@ -528,7 +533,7 @@ class Tool(Generic[P, R]):
             message = f"Tool '{self.name}' failed: {kind}: {text}" if text else f"Tool '{self.name}' failed: {kind}"
             return ToolResult.error(message, cost_lines=ctx._lines_since(start))
         try:
-            return self._result(value, ctx._lines_since(start))
+            return self._result(value, ctx._cost_lines[start:])
         except Exception as exc:
             return ToolResult.error(
                 f"Tool '{self.name}' returned a value that cannot be sent: {_exception_text(exc)}",
@@ -548,6 +553,10 @@ class Tool(Generic[P, R]):
 
     @staticmethod
     def _result(value: Any, cost_lines: list[CostLine]) -> ToolResult:
+        if type(value) is str:  # the usual answer: one text part
+            return ToolResult(
+                parts=[_messages().TextPart(text=value)], is_error=False, cost_lines=cost_lines, value=value
+            )
         if isinstance(value, ToolResult):
             merged = list(value.cost_lines)
             merged.extend(line for line in cost_lines if not any(line is m for m in merged))
@@ -568,6 +577,9 @@ def _part_types() -> tuple[type, ...]:
 
 _PLAIN_VALUES: Final = frozenset({str, dict, list, int, float, bool, type(None)})
 """Types a tool returns that are never awaitable (`Tool._run` asks no more of them)."""
+
+_COROUTINE: Final = types.CoroutineType
+"""What an async tool's handler gives: awaited without `inspect.isawaitable`'s checks."""
 
 
 @functools.cache

@@ -1,0 +1,134 @@
+"""A save through the runtime is never cut short by a cancellation, whether the store's save waits or not, and whether
+it opens cancel scopes (a timeout, a task group) of its own: the cancellation lands once the save is done."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+import onellm
+from onellm.errors import StorageError
+from onellm.instances import Instance
+
+pytestmark = pytest.mark.anyio
+
+
+class _Store:
+    """A store whose save runs `steps` (coroutine functions) one after the other and notes what it did."""
+
+    def __init__(self, *steps: Any) -> None:
+        self.steps = steps
+        self.done: list[str] = []
+
+    async def save(self, instance: Instance) -> None:
+        for step in self.steps:
+            await step(self.done)
+        self.done.append("saved")
+
+    async def load(self, instance_id: str) -> Instance | None:
+        return None
+
+
+async def _wait(done: list[str]) -> None:
+    await anyio.sleep(0.01)
+    done.append("waited")
+
+
+async def _in_own_timeout(done: list[str]) -> None:
+    with anyio.fail_after(5):
+        await anyio.sleep(0.01)
+        done.append("in its scope")
+
+
+async def _own_timeout_fires(done: list[str]) -> None:
+    with anyio.move_on_after(0.01) as scope:
+        await anyio.sleep(5)
+    done.append("timed out" if scope.cancelled_caught else "not timed out")
+
+
+async def _in_task_group(done: list[str]) -> None:
+    async with anyio.create_task_group() as group:
+        group.start_soon(_wait, done)
+        await anyio.sleep(0.02)
+    done.append("group ended")
+
+
+async def _fails(done: list[str]) -> None:
+    await anyio.lowlevel.checkpoint()
+    raise OSError(28, "No space left on device")
+
+
+def _instance() -> Instance:
+    return Instance(id="a" * 26, model="anthropic:claude-sonnet", state="running")
+
+
+async def _save_cancelled(store: _Store, *, cancel_first: bool) -> bool:
+    """Save through a runtime in a scope that is cancelled before the save starts, or while it waits; whether the
+    cancellation landed after it."""
+    runtime = onellm.Runtime(store=store, environ={})
+    reached_after = False
+    with anyio.CancelScope() as scope:
+        if cancel_first:
+            scope.cancel()
+        else:
+
+            async def cancel_soon() -> None:
+                await anyio.sleep(0.001)
+                scope.cancel()
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(cancel_soon)
+                await runtime._services.save(_instance())
+                reached_after = True
+                await anyio.sleep(1)
+        if cancel_first:
+            await runtime._services.save(_instance())
+            reached_after = True
+            await anyio.sleep(1)
+    assert reached_after
+    return scope.cancelled_caught
+
+
+async def test_a_save_that_does_not_wait() -> None:
+    store = _Store()
+    assert await _save_cancelled(store, cancel_first=True)
+    assert store.done == ["saved"]
+
+
+@pytest.mark.parametrize("cancel_first", [True, False])
+async def test_a_save_that_waits_is_not_cut_short(cancel_first: bool) -> None:
+    store = _Store(_wait, _wait, _wait)
+    assert await _save_cancelled(store, cancel_first=cancel_first)
+    assert store.done == ["waited", "waited", "waited", "saved"]
+
+
+@pytest.mark.parametrize("cancel_first", [True, False])
+async def test_a_save_in_its_own_scopes_is_not_cut_short(cancel_first: bool) -> None:
+    store = _Store(_in_own_timeout, _wait, _in_task_group, _in_own_timeout)
+    assert await _save_cancelled(store, cancel_first=cancel_first)
+    assert store.done == ["in its scope", "waited", "waited", "group ended", "in its scope", "saved"]
+
+
+async def test_a_save_keeps_its_own_timeout() -> None:
+    store = _Store(_own_timeout_fires, _wait)
+    assert await _save_cancelled(store, cancel_first=False)
+    assert store.done == ["timed out", "waited", "saved"]
+    store = _Store(_own_timeout_fires)
+    runtime = onellm.Runtime(store=store, environ={})
+    await runtime._services.save(_instance())
+    assert store.done == ["timed out", "saved"]
+
+
+async def test_a_failed_save_is_a_storage_error() -> None:
+    store = _Store(_wait, _fails)
+    runtime = onellm.Runtime(store=store, environ={})
+    with pytest.raises(StorageError, match="No space left"):
+        await runtime._services.save(_instance())
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        with pytest.raises(StorageError, match="No space left"):
+            await runtime._services.save(_instance())
+    assert store.done == ["waited", "waited"]
