@@ -92,7 +92,10 @@ def script() -> list[ScriptStep]:
 
 
 class _Discard:
-    """A store that keeps nothing: shows the loop's own work apart from writing the instance text."""
+    """A store that keeps nothing: shows the loop's own work apart from writing the instance text. Like the memory
+    store it cannot outlive the process, so it is `volatile` (a turn whose calls run at once is saved once)."""
+
+    volatile = True
 
     async def save(self, instance: object) -> None:
         return None
@@ -265,6 +268,7 @@ async def main(rounds: int) -> None:
 
     def agent(rt: onellm.Runtime, provider: ScriptedProvider) -> Callable[[], Awaitable[object]]:
         async def run() -> object:
+            provider.requests.clear()  # the scripted provider keeps every request for tests to read
             provider.enqueue(*script())
             result = await rt.run_agent(definition)
             assert result.turns == TURNS, result
@@ -273,6 +277,7 @@ async def main(rounds: int) -> None:
         return run
 
     async def floor() -> object:
+        floor_provider.requests.clear()
         floor_provider.enqueue(*script())
         return await floor_run(floor_provider)
 
