@@ -223,17 +223,19 @@ def kept_setup(
     registry = services.tools
     kept: dict[Any, Any] | None = getattr(registry, "_derived", None)
     key = _setup_key(definition, folder, file, strict, max_iterations, getattr(registry, "installed", None))
+    build = functools.partial(
+        AgentSetup.build,
+        services,
+        definition,
+        folder=folder,
+        file=file,
+        capabilities=capabilities,
+        strict=strict,
+        output=output,
+        max_iterations=max_iterations,
+    )
     if kept is None or key is None:
-        return AgentSetup.build(
-            services,
-            definition,
-            folder=folder,
-            file=file,
-            capabilities=capabilities,
-            strict=strict,
-            output=output,
-            max_iterations=max_iterations,
-        )
+        return build()
     entry = kept.get(id(definition))
     if (
         entry is not None
@@ -245,16 +247,7 @@ def kept_setup(
     ):
         setup: AgentSetup = entry[5]
         return setup
-    setup = AgentSetup.build(
-        services,
-        definition,
-        folder=folder,
-        file=file,
-        capabilities=capabilities,
-        strict=strict,
-        output=output,
-        max_iterations=max_iterations,
-    )
+    setup = build()
     if not setup.warnings:
         if len(kept) >= _KEPT_SETUPS:
             for oldest in list(kept)[:1]:
