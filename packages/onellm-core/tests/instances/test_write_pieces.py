@@ -45,3 +45,34 @@ def test_an_instance_saved_from_its_pieces_reads_back(tmp_path: Path) -> None:
     store.save_sync(inst)
     assert (tmp_path / "pieces.yaml").read_text(encoding="utf-8") == inst.dumps() == "".join(inst.dump_parts())
     assert store.load_sync("pieces") == inst
+
+
+def _fresh(inst: Instance) -> str:
+    return Instance.from_data(inst.to_data()).dumps()
+
+
+def test_a_save_after_any_change_to_the_list_writes_what_a_fresh_instance_writes() -> None:
+    # Each save but the first starts from the pieces of the one before: an append or the last message replaced keeps
+    # the head as it was; a change further up (replaced, removed, reordered, inserted) must be seen all the same.
+    def msg(i: int, text: str = "") -> Message:
+        return Message(id=f"m{i}", user=[TextPart(text or f"message {i}")])
+
+    inst = Instance(id="steps", messages=[msg(i) for i in range(5)])
+    assert inst.dumps() == _fresh(inst)
+    steps = [
+        lambda m: m.append(msg(5)),  # appended
+        lambda m: m.__setitem__(-1, msg(5, "replaced")),  # the last one replaced
+        lambda m: m.__setitem__(2, msg(2, "changed in the middle")),
+        lambda m: m.pop(1),  # one removed from the middle
+        lambda m: m.pop(),  # the last one removed
+        lambda m: m.reverse(),  # reordered
+        lambda m: m.insert(0, msg(9)),  # one put in front
+        lambda m: m.extend([msg(10), msg(11)]),  # two appended
+        lambda m: m.__setitem__(slice(None), [m[0], msg(1, "new"), *m[2:], msg(13)]),  # one replaced, one appended
+        lambda m: m.__setitem__(slice(None), m[:2]),  # cut short
+        lambda m: m.clear(),
+        lambda m: m.append(msg(12)),
+    ]
+    for step in steps:
+        step(inst.messages)
+        assert inst.dumps() == "".join(inst.dump_parts()) == _fresh(inst)

@@ -729,6 +729,8 @@ class Instance:
 
     def _settle(self) -> bool:
         """Forget the kept text of every message that may still be completed and changed since; True when one did."""
+        if not self._open:
+            return False
         changed = [key for key, (msg, stamp) in self._open.items() if stamp is None or snapshot(msg) != stamp]
         if not changed:
             return False
@@ -826,8 +828,11 @@ class Instance:
             # the messages after them are looked at (an appended turn, the last message replaced).
             start = 0
             if not changed and source is not None and source.ends is not None:
-                same = list(map(operator.is_, source.messages, messages))
-                start = same.index(False) if False in same else len(same)
+                start = len(source.messages)
+                if start > len(messages) or not all(map(operator.is_, source.messages, messages)):
+                    # Not a plain append: the first message that is no longer the same object starts the rest.
+                    same = list(map(operator.is_, source.messages, messages))
+                    start = same.index(False) if False in same else len(same)
                 if start:
                     ends.extend(source.ends[:start])
                     parts.extend(source.parts[source.body : source.body + ends[-1]])
@@ -863,8 +868,9 @@ class Instance:
                 # Keep what is known of the unchanged messages; forget the messages that left the list.
                 assert source is not None
                 kept_blocks = self._blocks
-                head = messages[:start]
-                for old in source.messages[start:]:
+                gone = source.messages[start:]
+                head = messages[:start] if gone else ()
+                for old in gone:
                     if not any(map(operator.is_, head, itertools.repeat(old))):
                         kept_blocks.pop(id(old), None)
                         kept.pop(id(old), None)
