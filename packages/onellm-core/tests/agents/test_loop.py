@@ -700,3 +700,31 @@ async def test_a_new_message_after_a_cut_answer_keeps_it_in_the_history(harness:
         ("Do the task.", "Half"),
         ("Stop, just say it short.", "Sure, the short one."),
     ]
+
+
+async def test_a_run_at_rest_is_freed_without_the_cycle_collector(harness: Harness) -> None:
+    import gc
+    import weakref
+
+    harness.script(calls(("c1", "echo", {"text": "hi"})), done())
+    run = await harness.runtime.start_agent(harness.agent())
+    gc.collect()
+    gc.disable()
+    try:
+        result = await run.result()
+        assert result.stop_reason is StopReason.COMPLETED
+        gone = weakref.ref(run)
+        del run, result
+        assert gone() is None  # nothing left in a reference cycle: freed as the last reference went
+        # and a run driven again after it rested still saves its turns
+    finally:
+        gc.enable()
+    harness.script(say("again"), say("done"))
+    again = await harness.runtime.start_agent(harness.agent(tools="[echo]"))
+    first = await again.result()
+    await again.message("once more")
+    second = await again.result()
+    assert (first.text, second.text) == ("again", "done")
+    saved = await harness.runtime.store.load(again.instance_id)  # type: ignore[arg-type]
+    assert saved is not None
+    assert saved.dumps() == again.instance.dumps()

@@ -318,11 +318,8 @@ class AgentRun(Generic[T]):
         self._saving = False
         self._save_waiter: anyio.Event | None = None
         self._follower: AsyncIterator[AgentEvent] | None = None
-        # A runtime's own services make the turns' copy themselves: each part read from the runtime in one step.
-        with_save = getattr(services, "with_save", None)
-        self._turn_services: Any = (
-            with_save(self._turn_save) if with_save is not None else _TurnServices(services, self)
-        )
+        self._turn_services_made: Any = None
+        """The services of the turns' model calls (`_turn_services`), made as a drive needs them."""
         self._drive_scope: anyio.CancelScope | None = None
         self._total: Decimal | None = None
         self._result: AgentResult[T] | None = None
@@ -339,6 +336,19 @@ class AgentRun(Generic[T]):
 
     def __repr__(self) -> str:
         return f"AgentRun(instance={self._instance.id!r}, state={self._instance.state!r})"
+
+    @property
+    def _turn_services(self) -> Any:
+        """The services a turn's model call gets (see `_TurnServices`). They point back at the run, so the drive drops
+        them as it ends: the run and all it holds are then freed as soon as nobody uses them, not by the collector."""
+        made = self._turn_services_made
+        if made is None:
+            services = self._services
+            # A runtime's own services make the turns' copy themselves: each part read from the runtime in one step.
+            with_save = getattr(services, "with_save", None)
+            made = with_save(self._turn_save) if with_save is not None else _TurnServices(services, self)
+            self._turn_services_made = made
+        return made
 
     async def _turn_save(self, instance: Instance) -> None:
         """How a turn's model call saves (see `_TurnServices`)."""
@@ -623,6 +633,7 @@ class AgentRun(Generic[T]):
             self._active = False
             self._listen = self._following = False
             self._sink = None
+            self._turn_services_made = None
             self._events.clear()
             if self._lease is not None:  # nothing to give back without one (a store without leases)
                 with anyio.CancelScope(shield=True):
