@@ -8,9 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 import onellm
+from onellm.errors import RunCancelledError
 from onellm.instances import FileInstanceStore, MemoryInstanceStore
 from onellm.messages import Usage
 from onellm.records import EventRecordSink, Record
@@ -169,3 +171,36 @@ def file_harness(tmp_path: Path) -> Harness:
 
 
 Maker = Callable[..., Harness]
+
+
+def add_quick_and_slow(runtime: onellm.Runtime) -> anyio.Event:
+    """Register `quick` (answers at once) and `slow` (answers after 30 s); the event is set when `quick` has run."""
+    finished = anyio.Event()
+
+    @onellm.tool
+    async def quick() -> str:
+        """Answers at once."""
+        finished.set()
+        return "quick"
+
+    @onellm.tool
+    async def slow() -> str:
+        """Answers much later."""
+        await anyio.sleep(30)
+        return "late"
+
+    runtime.tools.add(quick, slow)
+    return finished
+
+
+async def cancel_once_finished(run: Any, finished: anyio.Event) -> None:
+    """Wait for `run`'s result, cancelling the run once `finished` is set: the result raises `RunCancelledError`."""
+
+    async def cancel_when_one_finished() -> None:
+        await finished.wait()
+        await run.cancel()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(cancel_when_one_finished)
+        with pytest.raises(RunCancelledError):
+            await run.result()

@@ -17,7 +17,7 @@ from onellm.messages import JsonPart, TextPart
 from onellm.messages._events import TextDelta
 from onellm.testing import ScriptStep
 
-from .conftest import Harness, calls, done, say
+from .conftest import Harness, add_quick_and_slow, calls, cancel_once_finished, done, say
 
 pytestmark = pytest.mark.anyio
 
@@ -239,32 +239,10 @@ async def test_cancel_during_a_model_call_keeps_the_partial_turn(harness: Harnes
 
 
 async def test_cancel_during_tool_calls_keeps_finished_results(harness: Harness) -> None:
-    finished = anyio.Event()
-
-    @onellm.tool
-    async def quick() -> str:
-        """Answers at once."""
-        finished.set()
-        return "quick"
-
-    @onellm.tool
-    async def slow() -> str:
-        """Answers much later."""
-        await anyio.sleep(30)
-        return "late"
-
-    harness.runtime.tools.add(quick, slow)
+    finished = add_quick_and_slow(harness.runtime)
     harness.script(calls(("fast", "quick", {}), ("slow", "slow", {})))
     run = await harness.runtime.start_agent(harness.agent(tools="[quick, slow, task_complete]"))
-
-    async def cancel_when_one_finished() -> None:
-        await finished.wait()
-        await run.cancel()
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(cancel_when_one_finished)
-        with pytest.raises(RunCancelledError):
-            await run.result()
+    await cancel_once_finished(run, finished)
     saved = await harness.runtime.store.load(run.instance_id)  # type: ignore[arg-type]
     assert saved is not None
     assert (saved.state, saved.cancelled) == ("stopped", True)

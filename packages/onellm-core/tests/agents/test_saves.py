@@ -7,16 +7,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 import onellm
 from onellm import StopReason
-from onellm.errors import RunCancelledError
 from onellm.instances import MemoryInstanceStore
 from onellm.records import Record
 
-from .conftest import Harness, calls, make_runtime, say
+from .conftest import Harness, add_quick_and_slow, calls, cancel_once_finished, make_runtime, say
 
 pytestmark = pytest.mark.anyio
 
@@ -105,32 +103,10 @@ async def test_a_held_approval_is_saved_as_in_a_durable_store(tmp_path: Path) ->
 async def _cancelled_in_the_second_tool_phase(folder: Path, *, volatile: bool) -> list[str]:
     """The saves of a run cancelled while its second turn's calls run, one of them finished."""
     h, store = _harness(folder, volatile=volatile)
-    finished = anyio.Event()
-
-    @onellm.tool
-    async def quick() -> str:
-        """Answers at once."""
-        finished.set()
-        return "quick"
-
-    @onellm.tool
-    async def slow() -> str:
-        """Answers much later."""
-        await anyio.sleep(30)
-        return "late"
-
-    h.runtime.tools.add(quick, slow)
+    finished = add_quick_and_slow(h.runtime)
     h.script(calls(("a", "echo", {"text": "one"})), calls(("fast", "quick", {}), ("slow", "slow", {})))
     run = await h.runtime.start_agent(h.agent(tools="[echo, quick, slow]"))
-
-    async def cancel_when_one_finished() -> None:
-        await finished.wait()
-        await run.cancel()
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(cancel_when_one_finished)
-        with pytest.raises(RunCancelledError):
-            await run.result()
+    await cancel_once_finished(run, finished)
     return store.saved
 
 

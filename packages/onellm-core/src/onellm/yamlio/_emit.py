@@ -389,27 +389,10 @@ def emit_mapping(data: Mapping[Any, Any], indent: int = 0) -> str:
 def emit_entries(data: Mapping[Any, Any], indent: int = 0) -> list[str]:
     """`emit_mapping(data, indent)` cut into its entries, in order (each key with the lines under it): they join to
     it, and one entry can be written again alone."""
-    pad = " " * indent
-    good = good_keys
-    scalars = _SCALAR_TEXT
-    known = _one_line_cache
     texts: list[str] = []
     for key, value in data.items():
-        head = pad + key if key in good else pad + _key(key, pad)
-        # The one-line cases as `_mapping` writes them.
-        kind = type(value)
-        if kind is str:
-            text = known.get(value)
-            if text is not None:
-                texts.append(f"{head}: {text}\n")
-                continue
-        else:
-            text_of = scalars.get(kind)
-            if text_of is not None:
-                texts.append(f"{head}: {text_of(value)}\n")
-                continue
-        out = [head]
-        _after_key(value, indent, out, 0)
+        out: list[str] = []
+        _mapping({key: value}, indent, out, None, 0)
         texts.append("".join(out))
     return texts
 
