@@ -476,9 +476,10 @@ class Instance:
         values = self._signature_values()
         try:
             # marshal takes only the exact built-in types (no subclass) and writes each with its type: equal bytes mean
-            # equal values of equal types in the same order. Version 0 writes a string the same whether it is interned
-            # or not, and no back-references (whose presence would depend on reference counts).
-            return b"m" + marshal.dumps(values, 0)
+            # equal values of equal types in the same order. The current version writes ASCII text without encoding it
+            # (three times faster than version 0); it may write equal values apart (an interned string and a copy, an
+            # object that is shared or not), which only sends a save the longer way, never the other way round.
+            return b"m" + marshal.dumps(values)
         except ValueError:  # a record, a Decimal, a subclass: pickled
             pass
         try:
