@@ -140,22 +140,22 @@ def _strings(value: Any) -> list[str]:
 def test_strings_written_before_are_written_the_same_again(data: dict[Any, Any], indent: int) -> None:
     # The writer keeps the text of short strings it wrote on one line: whatever wrote them first (a mapping value, a
     # list item, `scalar`), the text is the one the rules give, and a string that is a literal block stays one.
-    _emit._one_line_cache.clear()
+    _emit.known_texts.clear()
     first = (emit_block(data, indent), emit_mapping(data), dump_block(data, indent))
     assert (emit_block(data, indent), emit_mapping(data), dump_block(data, indent)) == first
-    _emit._one_line_cache.clear()
+    _emit.known_texts.clear()
     for text in _strings(data):
         scalar(text)
         emit_block({"k": [text]})
     assert (emit_block(data, indent), emit_mapping(data), dump_block(data, indent)) == first
     for text in _strings(data):
-        assert _emit._one_line_cache.get(text, text if plain(text) else quote(text)) == (
+        assert _emit.known_texts.get(text, text if plain(text) else quote(text)) == (
             text if plain(text) else quote(text)
         )
 
 
 def test_a_cached_string_is_written_by_its_rule_wherever_it_stands() -> None:
-    _emit._one_line_cache.clear()
+    _emit.known_texts.clear()
 
     class Name(str):
         pass

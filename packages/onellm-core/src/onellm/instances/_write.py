@@ -16,14 +16,22 @@ from decimal import Decimal
 
 from onellm.messages import CostLine, Message, MessageSource, Part, TextPart, Timestamp, ToolCall, Usage
 from onellm.yamlio import decimal_text, emit_mapping, one_line
+from onellm.yamlio._emit import known_texts
 
 __all__ = ["message_lines", "usage_lines"]
 
+_known = known_texts.get
+
 
 def _text(value: object) -> str | None:
-    """A one-line string as written, or None for anything else."""
-    if type(value) is str and "\n" not in value:
-        return one_line(value)
+    """A one-line string as written, or None for anything else. A string the writer kept is written as the writer
+    writes it after a key (the general path looks there first too)."""
+    if type(value) is str:
+        found = _known(value)
+        if found is not None:
+            return found
+        if "\n" not in value:
+            return one_line(value)
     return None
 
 
@@ -45,11 +53,11 @@ def _number(value: object) -> str | None:
     return None
 
 
-_RATES: dict[tuple[object, ...], tuple[object, object, object, str, str, str]] = {}
+_RATES: dict[tuple[object, ...], tuple[object, object, object, tuple[str, str, str]]] = {}
 """The fixed lines of cost lines already written, by the objects holding their rate (kept in the entry, so their ids
 stay theirs), their counter, label, source and date, and the block's indent: the same few catalog entries price every
-turn, with the same objects. Each entry holds those objects, then the text before the quantity, between the quantity
-and the amount, and after the amount."""
+turn, with the same objects. Each entry holds those objects, then the text before the quantity, between the
+quantity and the amount, and after the amount."""
 _RATES_KEPT = 1000
 
 
@@ -67,7 +75,7 @@ def _line_tail(label: object, source: object, as_of: object, more: str) -> str |
     return "".join(out)
 
 
-def _rate_lines(line: CostLine, dash: str, more: str, indent: int) -> tuple[str, str, str] | None:
+def _rate_lines(line: CostLine, indent: int) -> tuple[str, str, str] | None:
     """The lines of a cost line around its quantity and amount, or None when one is outside the common shape."""
     counter, per, unit_price, multiplier = line.counter, line.per, line.unit_price, line.multiplier
     label, source, as_of = line.label, line.source, line.as_of
@@ -81,7 +89,9 @@ def _rate_lines(line: CostLine, dash: str, more: str, indent: int) -> tuple[str,
     key = (id(per), id(unit_price), id(multiplier), counter, label, source, as_of, indent)
     found = _RATES.get(key)
     if found is not None and found[0] is per and found[1] is unit_price and found[2] is multiplier:
-        return found[3], found[4], found[5]
+        return found[3]
+    more = " " * (indent + 6)
+    dash = more[:-2] + "- "
     counter_text = _text(counter)
     per_text = _number(per)
     if counter_text is None or per_text is None or type(unit_price) is not Decimal or type(multiplier) is not Decimal:
@@ -94,10 +104,34 @@ def _rate_lines(line: CostLine, dash: str, more: str, indent: int) -> tuple[str,
         f"\n{more}per: {per_text}\n{more}unitPrice: {decimal_text(unit_price)}\n"
         f"{more}multiplier: {decimal_text(multiplier)}\n{more}amount: "
     )
-    after = "\n" + tail
+    lines = (head, middle, "\n" + tail)
     if len(_RATES) < _RATES_KEPT:
-        _RATES[key] = (per, unit_price, multiplier, head, middle, after)
-    return head, middle, after
+        _RATES[key] = (per, unit_price, multiplier, lines)
+    return lines
+
+
+_HEADS: dict[tuple[str | None, str | None, int], str] = {}
+"""The first lines of usages already written, by their model, service tier and the block's indent: `usage:`, the model
+and the tier, and the `inputTokens` key. Every turn of a run has the same."""
+_HEADS_KEPT = 1000
+
+
+def _usage_head(model: str | None, tier: str | None, indent: int) -> str | None:
+    """The lines of a usage before its input token count, or None when the model or tier spans lines."""
+    key = (model, tier, indent)
+    found = _HEADS.get(key)
+    if found is None:
+        pad = " " * (indent + 4)
+        out = [" " * (indent + 2) + "usage:\n"]
+        if model is not None and not _line(out, pad, "model", model):
+            return None
+        if tier is not None and not _line(out, pad, "serviceTier", tier):
+            return None
+        out.append(f"{pad}inputTokens: ")
+        found = "".join(out)
+        if len(_HEADS) < _HEADS_KEPT and len(found) < 1000:
+            _HEADS[key] = found
+    return found
 
 
 def usage_lines(usage: Usage, indent: int) -> str | None:
@@ -105,16 +139,21 @@ def usage_lines(usage: Usage, indent: int) -> str | None:
     usage is outside the common shape."""
     if type(usage) is not Usage or usage._keys is not None or usage.extra or usage.counters:
         return None
-    pad = " " * (indent + 4)
-    out = [" " * (indent + 2) + "usage:\n"]
-    if usage.model is not None and not _line(out, pad, "model", usage.model):
-        return None
-    if usage.service_tier is not None and not _line(out, pad, "serviceTier", usage.service_tier):
-        return None
+    model, tier = usage.model, usage.service_tier
     input_tokens, output_tokens = usage.input_tokens, usage.output_tokens
-    if type(input_tokens) is not int or type(output_tokens) is not int:
+    if (
+        type(input_tokens) is not int
+        or type(output_tokens) is not int
+        or (model is not None and type(model) is not str)
+        or (tier is not None and type(tier) is not str)
+    ):
         return None
-    out.append(f"{pad}inputTokens: {int.__repr__(input_tokens)}\n{pad}outputTokens: {int.__repr__(output_tokens)}\n")
+    head = _usage_head(model, tier, indent)
+    if head is None:
+        return None
+    pad = " " * (indent + 4)
+    # An exact int is written as its decimal digits: what an f-string gives it.
+    out = [f"{head}{input_tokens}\n{pad}outputTokens: {output_tokens}\n"]
     for key, value in (
         ("cacheCreationInputTokens", usage.cache_creation_input_tokens),
         ("cacheReadInputTokens", usage.cache_read_input_tokens),
@@ -122,23 +161,25 @@ def usage_lines(usage: Usage, indent: int) -> str | None:
         if value:
             if type(value) is not int:
                 return None
-            out.append(f"{pad}{key}: {int.__repr__(value)}\n")
-    if usage.cost is not None:
-        if type(usage.cost) is not Decimal:
+            out.append(f"{pad}{key}: {value}\n")
+    cost = usage.cost
+    if cost is not None:
+        if type(cost) is not Decimal:
             return None
-        out.append(f"{pad}cost: {decimal_text(usage.cost)}\n")
+        out.append(f"{pad}cost: {decimal_text(cost)}\n")
     if usage.cost_lines:
         out.append(f"{pad}costLines:\n")
-        dash = pad + "- "
-        more = pad + "  "
         for line in usage.cost_lines:
             if type(line) is not CostLine or line._keys is not None or line.extra:
                 return None
-            quantity = _number(line.quantity)
-            amount = line.amount
-            if quantity is None or type(amount) is not Decimal:
+            quantity, amount = line.quantity, line.amount
+            if type(amount) is not Decimal:
                 return None
-            rate = _rate_lines(line, dash, more, indent)
+            if type(quantity) is Decimal:
+                quantity = decimal_text(quantity)
+            elif type(quantity) is not int:
+                return None
+            rate = _rate_lines(line, indent)
             if rate is None:
                 return None
             out.append(f"{rate[0]}{quantity}{rate[1]}{decimal_text(amount)}{rate[2]}")
@@ -151,8 +192,10 @@ def _plain_texts(parts: list[Part], dash: str, more: str, out: list[str]) -> boo
     for part in parts:
         if type(part) is not TextPart or part._keys is not None or part.annotations or part.extra:
             return False
-        if not _line(out, dash, "text", part.text):
+        text = _text(part.text)
+        if text is None:
             return False
+        out.append(f"{dash}text: {text}\n")
     return True
 
 
@@ -172,8 +215,10 @@ def message_lines(msg: Message, indent: int) -> str | None:
     out: list[str] = []
     lead = " " * indent + "- "
     if msg.id is not None:
-        if not _line(out, lead, "id", msg.id):
+        text = _text(msg.id)
+        if text is None:
             return None
+        out.append(f"{lead}id: {text}\n")
         lead = pad
     dash = pad + "- "
     more = pad + "  "
@@ -210,15 +255,16 @@ def message_lines(msg: Message, indent: int) -> str | None:
                 or (call.after is not None and call.after < n)  # an order index follows
             ):
                 return None
-            first = dash
-            if call.id is not None:
-                if not _line(out, dash, "id", call.id):
-                    return None
-                first = more
             tool = _text(call.tool)
             if tool is None:
                 return None
-            out.append(f"{first}tool: {tool}\n")
+            if call.id is None:
+                out.append(f"{dash}tool: {tool}\n")
+            else:
+                text = _text(call.id)
+                if text is None:
+                    return None
+                out.append(f"{dash}id: {text}\n{more}tool: {tool}\n")
             if call.inputs:
                 out.append(f"{more}inputs:\n")
                 out.append(emit_mapping(call.inputs, indent + 6))

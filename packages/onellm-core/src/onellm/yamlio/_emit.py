@@ -101,8 +101,9 @@ _POSITIONAL_DIGITS = 100
 
 good_keys: set[str] = set()
 """Plain keys already checked, by the writer or the fast reader."""
-_one_line_cache: dict[str, str] = {}
-"""Short one-line strings already written, each with its text (itself when plain, else double-quoted)."""
+known_texts: dict[str, str] = {}
+"""Short strings already written on one line, each with its text (itself when plain, else double-quoted): what the
+writer writes for them after a key."""
 _quoted_keys: dict[str, str] = {}
 """Short string keys already written that are not plain keys (`"n"`, `"yes"`, `"a b"`), each with its text."""
 
@@ -163,11 +164,11 @@ def plain(text: str) -> bool:
 
 def _one_line(text: str) -> str:
     """A string as written on one line: itself when plain, else double-quoted (short ones kept, by text)."""
-    found = _one_line_cache.get(text)
+    found = known_texts.get(text)
     if found is None:
         found = text if plain(text) else quote(text)
-        if len(text) < 100 and len(_one_line_cache) < _CACHE_LIMIT:
-            _one_line_cache[text] = found
+        if len(text) < 100 and len(known_texts) < _CACHE_LIMIT:
+            known_texts[text] = found
     return found
 
 
@@ -335,7 +336,7 @@ def _mapping(data: Mapping[Any, Any], indent: int, out: list[str], first: str | 
     lead = pad if first is None else first
     good = good_keys
     scalars = _SCALAR_TEXT
-    known = _one_line_cache
+    known = known_texts
     for key, value in data.items():
         head = lead + key if key in good else lead + _key(key, pad)  # a key checked before is written as it is
         lead = pad
