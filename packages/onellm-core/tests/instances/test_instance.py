@@ -27,7 +27,7 @@ from onellm.instances import (
 )
 from onellm.messages import CostLine, Message, TextPart, Timestamp, ToolCall, Usage
 from onellm.testing.store_conformance import RICH_INSTANCE
-from onellm.yamlio import emit_block, safe_load
+from onellm.yamlio import emit_block, emit_mapping, safe_load
 
 
 def conversation(n: int, instance_id: str = "conv") -> Instance:
@@ -308,6 +308,22 @@ def test_a_header_value_that_cannot_be_pickled_is_still_written() -> None:
     assert "note: plain\n" in inst.dumps()
     inst.extra["note"] = Unpicklable("other")
     assert "note: other\n" in inst.dumps()
+
+
+def test_header_entries_another_instance_wrote_are_reused_only_for_the_same_values() -> None:
+    # The text of a list or mapping entry is kept for the next instance holding the same value: `1` and `True` are
+    # equal values written apart, and a value that cannot be written fails each time.
+    first = Instance(id="a", capabilities={"shell": {"enabled": True}}, references=[{"tools": ["x"]}])
+    assert "capabilities:\n  shell:\n    enabled: true\n" in first.dumps()
+    second = Instance(id="b", capabilities={"shell": {"enabled": 1}}, references=[{"tools": ["x"]}])
+    assert "capabilities:\n  shell:\n    enabled: 1\n" in second.dumps()
+    assert second.dumps() == emit_mapping(second.to_data())
+    assert second.capabilities is not None
+    second.capabilities["shell"]["enabled"] = True  # in place
+    assert "capabilities:\n  shell:\n    enabled: true\n" in second.dumps()
+    for _ in range(2):
+        with pytest.raises(TypeError):
+            Instance(id="c", capabilities={"shell": {"enabled": {1, 2}}}).dumps()
 
 
 def test_header_values_of_every_kind_are_seen_when_they_change() -> None:

@@ -62,6 +62,7 @@ from onellm.instances._parts import (
 from onellm.instances._write import message_lines, usage_lines
 from onellm.messages import Message, Timestamp
 from onellm.messages.memo import memo_for, snapshot
+from onellm.yamlio._emit import emit_entry
 
 if TYPE_CHECKING:
     from onellm.definitions import Definition
@@ -206,7 +207,42 @@ def _data_of(value: Any) -> Any:
         return value.text
     if isinstance(value, InstanceFailure | AskUser | ForkOrigin):
         return value.to_data()
-    return plain_copy(value)
+    return _copy(value)
+
+
+def _copy(value: Any) -> Any:
+    """`plain_copy(value)`, made in C by marshal when it takes the value (exact built-in types only, so a subclass is
+    still made plain by `plain_copy`)."""
+    try:
+        return marshal.loads(marshal.dumps(value))
+    except ValueError:
+        return plain_copy(value)
+
+
+_ENTRIES: dict[tuple[str, bytes], str] = {}
+"""The text of header entries holding a list or a mapping, by key and the value's marshal dump (equal dumps are equal
+values of equal types): every run of a definition writes the same references, initial prompts and capabilities."""
+_ENTRIES_KEPT = 500
+_ENTRY_BYTES = 4096
+"""Values whose dump is longer than this are written each time, not kept."""
+
+
+def _entry_text(key: str, value: Any) -> str:
+    """The text of the header entry `key: value`, as `yamlio.emit_entries` writes it."""
+    kind = type(value)
+    if kind is dict or kind is list:
+        try:
+            dump: bytes | None = marshal.dumps(value)
+        except ValueError:
+            dump = None
+        if dump is not None:
+            found = _ENTRIES.get((key, dump))
+            if found is None:
+                found = emit_entry(key, value)
+                if len(_ENTRIES) < _ENTRIES_KEPT and len(dump) <= _ENTRY_BYTES:
+                    _ENTRIES[(key, dump)] = found
+            return found
+    return emit_entry(key, value)
 
 
 @dataclass(slots=True)
@@ -799,11 +835,11 @@ class Instance:
                 assert source.entries is not None
                 written = dict(zip(source.header, source.entries, strict=True))
                 entries = tuple(
-                    yamlio.emit_entries({key: value})[0] if key in keys or key not in written else written[key]
+                    _entry_text(key, value) if key in keys or key not in written else written[key]
                     for key, value in header.items()
                 )
             else:
-                entries = tuple(yamlio.emit_entries(header))
+                entries = tuple(_entry_text(key, value) for key, value in header.items())
             header_text = "".join(entries)
         parts = [header_text]
         if header_text and not header_text.endswith("\n"):

@@ -390,12 +390,18 @@ def emit_mapping(data: Mapping[Any, Any], indent: int = 0) -> str:
 def emit_entries(data: Mapping[Any, Any], indent: int = 0) -> list[str]:
     """`emit_mapping(data, indent)` cut into its entries, in order (each key with the lines under it): they join to
     it, and one entry can be written again alone."""
-    texts: list[str] = []
-    for key, value in data.items():
-        out: list[str] = []
-        _mapping({key: value}, indent, out, None, 0)
-        texts.append("".join(out))
-    return texts
+    return [emit_entry(key, value, indent) for key, value in data.items()]
+
+
+def emit_entry(key: Any, value: Any, indent: int = 0) -> str:
+    """The one entry `emit_mapping({key: value}, indent)` writes."""
+    if type(value) is str and key in good_keys:
+        text = known_texts.get(value)
+        if text is not None:  # the common case of `_mapping`: a checked key, a string written before
+            return f"{' ' * indent}{key}: {text}\n"
+    out: list[str] = []
+    _mapping({key: value}, indent, out, None, 0)
+    return "".join(out)
 
 
 def emit_block(data: Mapping[Any, Any], indent: int = 0) -> str:
