@@ -541,6 +541,16 @@ class Instance:
     def _patched_header(self, old: dict[str, Any], changed: set[str]) -> dict[str, Any]:
         """`_header_data()` made from `old`, the last save's, with the values of the keys in `changed` taken again
         (`_changed_keys`: the others, extension keys included, hold what they held)."""
+        if all(key in old and key in _SIMPLE_BY_KEY for key in changed):
+            # Values that changed and are still set (the state, say) keep their keys' places.
+            patched = dict(old)
+            for key in changed:
+                value = getattr(self, _SIMPLE_BY_KEY[key][0])
+                if value is None:
+                    break
+                patched[key] = _data_of(value)
+            else:
+                return patched
         out: dict[str, Any] = {}
         for key, attr, _ in _SIMPLE:
             value = getattr(self, attr)
@@ -574,18 +584,27 @@ class Instance:
         after = self._signature_values()  # what `signature` holds: values marshal takes
         dumps = marshal.dumps
         changed: set[str] = set()
+        deep: list[tuple[str | None, Any, Any]] = []
         for keys, a, b in ((_VALUE_KEYS, before[0], after[0]), (_TAIL_KEYS, before[1:], after[1:])):
             for key, x, y in zip(keys, a, b, strict=True):
                 kind = type(x)
                 if kind is type(y) and (kind in _FLAT or kind is float) and x == y:
                     if kind is not float or x.hex() == y.hex():  # `0.0` and `-0.0` are written apart
                         continue
-                # Equal dumps are equal values of equal types, containers included (see `_signature`).
-                elif kind not in _FLAT and dumps(x, 0) == dumps(y, 0):
+                elif kind not in _FLAT:
+                    deep.append((key, x, y))
                     continue
                 if key is None:
                     return None
                 changed.add(key)
+        # Equal dumps are equal values of equal types, containers included (see `_signature`; version 0 writes equal
+        # values alike). The containers are compared all at once first: most often none of them changed.
+        if deep and dumps(tuple(x for _, x, _ in deep), 0) != dumps(tuple(y for _, _, y in deep), 0):
+            for key, x, y in deep:
+                if dumps(x, 0) != dumps(y, 0):
+                    if key is None:
+                        return None
+                    changed.add(key)
         extra = self.extra
         if extra and any(key in extra for key in changed):
             return None
