@@ -7,6 +7,7 @@ accepts it must read exactly as the guarded loader does, and it must decline eve
 from __future__ import annotations
 
 import contextlib
+import re
 from decimal import Decimal
 from typing import Any
 
@@ -350,6 +351,25 @@ def test_the_quick_plain_check_agrees_with_the_plain_pattern(text: str) -> None:
         and _TYPED_DIGITS.fullmatch(text) is None
     )
     assert plain(text) == expected
+
+
+# The typed-digits rule spelled out, one form per alternative.
+_TYPED_DIGITS_SPELLED = re.compile(
+    r"""[0-9][0-9_]*(?:\.[0-9._]*)?(?:[eE][-+]?[0-9]+)?
+    |0[xob][0-9a-fA-F_]+
+    |[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?
+    |[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt \t].*)?""",
+    re.X | re.S,
+)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(
+    st.tuples(st.sampled_from("0123456789"), st.text("0123456789_.eE+-:xobXOBacdfT \t", max_size=14)).map("".join)
+    | st.sampled_from(["1:30", "1:5", "12:60", "0x1F", "0b", "1e5", "1e", "1.2.3", "2026-01-02", "2026-1-2T3", "1_0:5"])
+)
+def test_the_typed_digits_rule_agrees_with_its_spelled_out_form(text: str) -> None:
+    assert (_TYPED_DIGITS.fullmatch(text) is None) == (_TYPED_DIGITS_SPELLED.fullmatch(text) is None)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -73,11 +73,12 @@ RESERVED = frozenset({"true", "false", "null", "yes", "no", "on", "off", "y", "n
 # Text that starts with a digit and that some YAML reader (1.1 or 1.2) takes for a number, a date or a time: an
 # integer in any base, a float with or without a point or exponent (YAML 1.1 allows `1.2.3`), a sexagesimal number
 # (`1:30`) or anything that starts like a date. Deliberately wider than the loader's own rules (`_guard`), so that a
-# string written plain reads back as a string everywhere.
+# string written plain reads back as a string everywhere. The two forms that start with a run of digits (a number, a
+# sexagesimal number) share it, taken whole at once (`*+`: what follows it is never a digit or `_`, so giving some
+# back never helps): an id of digits and letters is refused without trying each split of its digits.
 _TYPED_DIGITS = re.compile(
-    r"""[0-9][0-9_]*(?:\.[0-9._]*)?(?:[eE][-+]?[0-9]+)?
+    r"""[0-9][0-9_]*+(?:(?:\.[0-9._]*)?(?:[eE][-+]?[0-9]+)?|(?::[0-5]?[0-9])+(?:\.[0-9_]*)?)
     |0[xob][0-9a-fA-F_]+
-    |[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?
     |[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt \t].*)?""",
     re.X | re.S,
 )
