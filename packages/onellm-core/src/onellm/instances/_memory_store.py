@@ -127,7 +127,9 @@ class MemoryInstanceStore:
 
     def save_sync(self, instance: Instance) -> None:
         """Blocking form of `save` (it never blocks: the store is in memory)."""
-        instance_id = validate_instance_id(instance.id)
+        instance_id = instance.id
+        if type(instance_id) is not str or instance_id not in self._items:  # a key is an id checked before
+            instance_id = validate_instance_id(instance_id)
         parts = instance.dump_parts()
         self._items[instance_id] = _Entry(parts, _SUMMARY_FIELDS(instance), self._now())
 
