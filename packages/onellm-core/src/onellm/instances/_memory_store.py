@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import operator
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -24,6 +25,7 @@ from onellm.instances._store import InstanceLease, InstanceQuery, InstanceSummar
 
 __all__ = ["MemoryInstanceStore"]
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _SUMMARY_FIELDS = operator.attrgetter(
     "id", "name", "state", "model", "agent_definition", "caller_instance_id", "spawner_instance_id"
 )
@@ -35,7 +37,9 @@ class _Entry:
     """The text in the pieces the instance wrote it in (blocks shared with the instance), joined when read."""
     header: tuple[str | None, ...]
     """The instance's id, name, state, model, agent definition, caller and spawner when saved, for `summary`."""
-    modified_at: datetime
+    saved_at: datetime | int
+    """When it was saved: from the store's clock, or in microseconds since the epoch from the system clock (made a
+    datetime when a summary asks for it)."""
     _summary: InstanceSummary | None = None
 
     @property
@@ -56,6 +60,15 @@ class _Entry:
                 modified_at=self.modified_at,
             )
         return found
+
+    @property
+    def modified_at(self) -> datetime:
+        """`saved_at` as a datetime."""
+        saved = self.saved_at
+        if type(saved) is int:
+            return _EPOCH + timedelta(microseconds=saved)
+        assert isinstance(saved, datetime)
+        return saved
 
     @property
     def text(self) -> str:
@@ -90,6 +103,7 @@ class MemoryInstanceStore:
         self._held: set[str] = set()
         self._assets: dict[str, MemoryAssetStore] = {}
         self._last: datetime | None = None
+        self._last_micros = 0
 
     def __repr__(self) -> str:
         return f"<MemoryInstanceStore: {len(self._items)} instances>"
@@ -100,9 +114,16 @@ class MemoryInstanceStore:
     def __contains__(self, instance_id: object) -> bool:
         return instance_id in self._items
 
-    def _now(self) -> datetime:
-        now = self._clock.now() if self._clock is not None else datetime.now(UTC)
+    def _now(self) -> datetime | int:
         # Saves are strictly ordered in time, even within one clock tick.
+        if self._clock is None:
+            # The system clock as `datetime.now(UTC)` reads it (microseconds, rounded down), without making a datetime.
+            micros = time.time_ns() // 1000
+            if micros <= self._last_micros:
+                micros = self._last_micros + 1
+            self._last_micros = micros
+            return micros
+        now = self._clock.now()
         if self._last is not None and now <= self._last:
             now = self._last + timedelta(microseconds=1)
         self._last = now
