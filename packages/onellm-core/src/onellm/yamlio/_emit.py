@@ -396,10 +396,17 @@ def emit_entries(data: Mapping[Any, Any], indent: int = 0) -> list[str]:
 
 def emit_entry(key: Any, value: Any, indent: int = 0) -> str:
     """The one entry `emit_mapping({key: value}, indent)` writes."""
-    if type(value) is str and key in good_keys:
-        text = known_texts.get(value)
-        if text is not None:  # the common case of `_mapping`: a checked key, a string written before
-            return f"{' ' * indent}{key}: {text}\n"
+    if key in good_keys:
+        # The common cases of `_mapping`: a checked key, and a string written before, a number, a flag or null.
+        kind = type(value)
+        if kind is str:
+            text = known_texts.get(value)
+            if text is not None:
+                return f"{' ' * indent}{key}: {text}\n"
+        else:
+            text_of = _SCALAR_TEXT.get(kind)
+            if text_of is not None:
+                return f"{' ' * indent}{key}: {text_of(value)}\n"
     out: list[str] = []
     _mapping({key: value}, indent, out, None, 0)
     return "".join(out)
