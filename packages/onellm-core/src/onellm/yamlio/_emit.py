@@ -150,6 +150,11 @@ def plain(text: str) -> bool:
     if not text.isascii():
         # No reserved word holds a non-ASCII character, and no number, date or time does.
         return plain_pattern().fullmatch(text) is not None
+    if text.isalnum():
+        # Letters and digits only (an id, a word): only its first character and the word itself can refuse it.
+        if text[0] in _DIGITS:
+            return _TYPED_DIGITS.fullmatch(text) is None
+        return len(text) > 5 or text.lower() not in RESERVED
     first = text[:1]
     if first not in _PLAIN_FIRST and (first not in _DIGITS or _TYPED_DIGITS.fullmatch(text) is not None):
         return False
