@@ -324,6 +324,17 @@ def test_header_entries_another_instance_wrote_are_reused_only_for_the_same_valu
     for _ in range(2):
         with pytest.raises(TypeError):
             Instance(id="c", capabilities={"shell": {"enabled": {1, 2}}}).dumps()
+    # Two instances holding equal values, one edited in place after both were saved: the other keeps its text.
+    one = Instance(id="d", metadata={"k": [1, 2]}, state="running")
+    two = Instance(id="e", metadata={"k": [1, 2]}, state="running")
+    before = two.dumps()
+    one.dumps()
+    assert one.metadata is not None
+    one.metadata["k"].append(3)
+    one.state = "waiting"
+    assert one.dumps() == emit_mapping(one.to_data())
+    two.state = "waiting"
+    assert two.dumps() == before.replace("running", "waiting") == emit_mapping(two.to_data())
 
 
 def test_header_values_of_every_kind_are_seen_when_they_change() -> None:

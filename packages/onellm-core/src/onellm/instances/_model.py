@@ -200,16 +200,6 @@ def _written_alike(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def _data_of(value: Any) -> Any:
-    if value is None or isinstance(value, str | bool | int | Decimal | float):
-        return value
-    if isinstance(value, Timestamp):
-        return value.text
-    if isinstance(value, InstanceFailure | AskUser | ForkOrigin):
-        return value.to_data()
-    return _copy(value)
-
-
 def _copy(value: Any) -> Any:
     """`plain_copy(value)`, made in C by marshal when it takes the value (exact built-in types only, so a subclass is
     still made plain by `plain_copy`)."""
@@ -217,6 +207,36 @@ def _copy(value: Any) -> Any:
         return marshal.loads(marshal.dumps(value))
     except ValueError:
         return plain_copy(value)
+
+
+_KEPT: dict[bytes, Any] = {}
+"""Copies of lists and mappings in the headers saves remember, by their marshal dump: every instance whose value dumps
+alike shares one (a remembered header is only read, never changed)."""
+_KEPT_MAX = 500
+
+
+def _kept_copy(value: Any) -> Any:
+    """`_copy(value)`, or the copy a remembered header already holds of an equal value."""
+    try:
+        dump = marshal.dumps(value)
+    except ValueError:
+        return plain_copy(value)
+    found = _KEPT.get(dump)
+    if found is None:
+        found = marshal.loads(dump)
+        if len(_KEPT) < _KEPT_MAX and len(dump) <= _ENTRY_BYTES:
+            _KEPT[dump] = found
+    return found
+
+
+def _data_of(value: Any, copy: Callable[[Any], Any] = _copy) -> Any:
+    if value is None or isinstance(value, str | bool | int | Decimal | float):
+        return value
+    if isinstance(value, Timestamp):
+        return value.text
+    if isinstance(value, InstanceFailure | AskUser | ForkOrigin):
+        return value.to_data()
+    return copy(value)
 
 
 _ENTRIES: dict[tuple[str, bytes], str] = {}
@@ -490,12 +510,15 @@ class Instance:
 
     # -- plain data ------------------------------------------------------------------------------------------------
 
-    def _header_data(self) -> dict[str, Any]:
+    def _header_data(self, *, kept: bool = False) -> dict[str, Any]:
+        """The header as plain data, in the written order. `kept`: for the header a save remembers, which is only read,
+        so its lists and mappings may be copies shared with other instances (`_kept_copy`)."""
+        copy = _kept_copy if kept else _copy
         out: dict[str, Any] = {}
         for key, attr, _ in _SIMPLE:
             value = getattr(self, attr)
             if value is not None:
-                out[key] = _data_of(value)
+                out[key] = _data_of(value, copy)
         for key, value in self.extra.items():
             if value is not None and key not in out and key not in _LISTS:
                 out[key] = plain_copy(value)
@@ -548,14 +571,14 @@ class Instance:
                 value = getattr(self, _SIMPLE_BY_KEY[key][0])
                 if value is None:
                     break
-                patched[key] = _data_of(value)
+                patched[key] = _data_of(value, _kept_copy)
             else:
                 return patched
         out: dict[str, Any] = {}
         for key, attr, _ in _SIMPLE:
             value = getattr(self, attr)
             if value is not None:
-                out[key] = _data_of(value) if key in changed else old[key]
+                out[key] = _data_of(value, _kept_copy) if key in changed else old[key]
         for key, value in self.extra.items():
             if value is not None and key not in out and key not in _LISTS:
                 out[key] = old[key]
@@ -739,7 +762,7 @@ class Instance:
         inst._watch(messages)
         inst._source = _Source(
             parts=(text,),
-            header=inst._header_data(),
+            header=inst._header_data(kept=True),
             messages=tuple(messages),
             header_text=header_text,
             signature=inst._signature(),
@@ -766,7 +789,10 @@ class Instance:
             raise BadDefinitionError(exc.detail, file=file, line=line, column=column, path=exc.path) from None
         inst._watch(inst.messages)
         inst._source = _Source(
-            parts=(text,), header=inst._header_data(), messages=tuple(inst.messages), signature=inst._signature()
+            parts=(text,),
+            header=inst._header_data(kept=True),
+            messages=tuple(inst.messages),
+            signature=inst._signature(),
         )
         return inst
 
@@ -832,7 +858,7 @@ class Instance:
                 header = self._patched_header(source.header, keys)
                 unchanged = False
             else:
-                header = self._header_data()
+                header = self._header_data(kept=True)
                 unchanged = source is not None and _written_alike(header, source.header)
         messages = self.messages
         header_text: str | None = None
