@@ -176,13 +176,15 @@ def usage_lines(usage: Usage, indent: int) -> str | None:
             if type(amount) is not Decimal:
                 return None
             if type(quantity) is Decimal:
-                quantity = decimal_text(quantity)
-            elif type(quantity) is not int:
+                count = decimal_text(quantity)
+            elif type(quantity) is int:
+                count = f"{quantity}"
+            else:
                 return None
             rate = _rate_lines(line, indent)
             if rate is None:
                 return None
-            out.append(f"{rate[0]}{quantity}{rate[1]}{decimal_text(amount)}{rate[2]}")
+            out.append(f"{rate[0]}{count}{rate[1]}{decimal_text(amount)}{rate[2]}")
     return "".join(out)
 
 
