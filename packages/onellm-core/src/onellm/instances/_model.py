@@ -62,7 +62,6 @@ from onellm.instances._parts import (
 from onellm.instances._write import message_lines, usage_lines
 from onellm.messages import Message, Timestamp
 from onellm.messages.memo import memo_for, snapshot
-from onellm.yamlio._emit import emit_entry
 
 if TYPE_CHECKING:
     from onellm.definitions import Definition
@@ -258,11 +257,11 @@ def _entry_text(key: str, value: Any) -> str:
         if dump is not None:
             found = _ENTRIES.get((key, dump))
             if found is None:
-                found = emit_entry(key, value)
+                found = yamlio.emit_entry(key, value)
                 if len(_ENTRIES) < _ENTRIES_KEPT and len(dump) <= _ENTRY_BYTES:
                     _ENTRIES[(key, dump)] = found
             return found
-    return emit_entry(key, value)
+    return yamlio.emit_entry(key, value)
 
 
 @dataclass(slots=True)

@@ -16,22 +16,14 @@ from decimal import Decimal
 
 from onellm.messages import CostLine, Message, MessageSource, Part, TextPart, Timestamp, ToolCall, Usage
 from onellm.yamlio import decimal_text, emit_mapping, one_line
-from onellm.yamlio._emit import known_texts
 
 __all__ = ["message_lines", "usage_lines"]
 
-_known = known_texts.get
-
 
 def _text(value: object) -> str | None:
-    """A one-line string as written, or None for anything else. A string the writer kept is written as the writer
-    writes it after a key (the general path looks there first too)."""
-    if type(value) is str:
-        found = _known(value)
-        if found is not None:
-            return found
-        if "\n" not in value:
-            return one_line(value)
+    """A one-line string as written, or None for anything else."""
+    if type(value) is str and "\n" not in value:
+        return one_line(value)
     return None
 
 

@@ -8,7 +8,7 @@
 - `dump_scalar(value)`, `dump_block(data, indent)` and `dump_document(data)` write plain values by the one set of
   canonical rules (`_emit`), in the layout of the files people edit; `emit_mapping` and `emit_block` write the same
   values in the instance layout (`one_line(text)` is how they write a one-line string; `emit_entries` is
-  `emit_mapping` cut into its entries), and `parse_mapping`, `parse_block` and `parse_entries` read that layout back
+  `emit_mapping` cut into its entries, `emit_entry` one of them), and `parse_mapping`, `parse_block` and `parse_entries` read that layout back
   without a general parser, raising `NotCanonical` for anything outside it.
 
 Both loaders refuse hostile input (alias bombs, deep nesting, duplicate keys, unknown tags such as `!!python/object`,
@@ -37,6 +37,7 @@ from onellm.yamlio._emit import (
     dump_scalar,
     emit_block,
     emit_entries,
+    emit_entry,
     emit_mapping,
     one_line,
     printable,
@@ -61,6 +62,7 @@ __all__ = [
     "dump_scalar",
     "emit_block",
     "emit_entries",
+    "emit_entry",
     "emit_mapping",
     "load_document",
     "locate",

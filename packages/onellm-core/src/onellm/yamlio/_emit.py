@@ -37,6 +37,8 @@ __all__ = [
     "dump_document",
     "dump_scalar",
     "emit_block",
+    "emit_entries",
+    "emit_entry",
     "emit_mapping",
     "key_text",
     "literal_ok",
