@@ -277,6 +277,11 @@ class _Source:
     for text as it was read."""
     signature: bytes | None = None
     """`Instance._signature()` when `header` was taken: equal bytes mean an equal header."""
+    values: tuple[Any, ...] | None = None
+    """The values `signature` was made of (`Instance._signature_values()`), as they were: those of a type that cannot
+    change in place still hold what was written (lists and mappings may have changed since: `header` holds copies)."""
+    extended: bool = True
+    """`extra` held keys when `header` was taken."""
     messages_line: str | None = None
     prefix: str = ""
     indent: int = 0
@@ -527,11 +532,11 @@ class Instance:
             out["compactions"] = [entry.to_data() for entry in self.compactions]
         return out
 
-    def _signature(self) -> bytes | None:
-        """Every header value serialized: two equal signatures mean the same header (the same types, values and key
-        order), so a save can skip building and comparing the header's plain data. Serializing looks at the values as
-        they are now, so a container edited in place is seen too. None when a value cannot be serialized."""
-        values = self._signature_values()
+    def _signature(self, values: tuple[Any, ...]) -> bytes | None:
+        """Every header value serialized (`values`, `_signature_values()`): two equal signatures mean the same header
+        (the same types, values and key order), so a save can skip building and comparing the header's plain data.
+        Serializing looks at the values as they are now, so a container edited in place is seen too. None when a value
+        cannot be serialized."""
         try:
             # marshal takes only the exact built-in types (no subclass) and writes each with its type: equal bytes mean
             # equal values of equal types in the same order. The current version writes ASCII text without encoding it
@@ -595,15 +600,22 @@ class Instance:
             out["compactions"] = old["compactions"]
         return out
 
-    def _changed_keys(self, source: _Source, signature: bytes | None) -> set[str] | None:
+    def _changed_keys(self, source: _Source, after: tuple[Any, ...], signature: bytes | None) -> set[str] | None:
         """The header keys whose values changed since `source` was written, told apart by the values of the two
-        signatures, so the unchanged keys keep their text; None when that cannot tell (a signature that is not a
-        `marshal` dump, a change in `extra`, a changed key that is also an extension key, text as it was read)."""
+        signatures (`after` is what `signature` holds), so the unchanged keys keep their text; None when that cannot
+        tell (a signature that is not a `marshal` dump, a change in `extra`, a changed key that is also an extension
+        key, text as it was read)."""
         old = source.signature
         if source.entries is None or old is None or signature is None or old[:1] != b"m" or signature[:1] != b"m":
             return None
-        before = marshal.loads(old[1:])
-        after = self._signature_values()  # what `signature` holds: values marshal takes
+        header: dict[str, Any] | None = None
+        if source.values is not None and not source.extended and not self.extra:
+            # Without extension keys then and now, the values the last save held are at hand: those that cannot change
+            # in place as they were, the lists and mappings as copies in its header.
+            before: tuple[Any, ...] = source.values
+            header = source.header
+        else:
+            before = marshal.loads(old[1:])
         dumps = marshal.dumps
         changed: set[str] = set()
         deep: list[tuple[str | None, Any, Any]] = []
@@ -614,6 +626,11 @@ class Instance:
                     if kind is not float or x.hex() == y.hex():  # `0.0` and `-0.0` are written apart
                         continue
                 elif kind not in _FLAT:
+                    if header is not None and kind is not float:
+                        if key is None:
+                            continue  # `extra`, empty then and now
+                        # The list of a record kind (empty: a record is pickled) is absent while nothing says keep it.
+                        x = header.get(key, [])
                     deep.append((key, x, y))
                     continue
                 if key is None:
@@ -764,7 +781,7 @@ class Instance:
             header=inst._header_data(kept=True),
             messages=tuple(messages),
             header_text=header_text,
-            signature=inst._signature(),
+            signature=inst._signature(inst._signature_values()),
             messages_line=None if layout.explicit_empty else layout.messages_line,
             prefix="" if layout.explicit_empty else layout.prefix,
             indent=indent,
@@ -791,7 +808,7 @@ class Instance:
             parts=(text,),
             header=inst._header_data(kept=True),
             messages=tuple(inst.messages),
-            signature=inst._signature(),
+            signature=inst._signature(inst._signature_values()),
         )
         return inst
 
@@ -844,13 +861,14 @@ class Instance:
         between saves. A store that writes them one after the other (or keeps them) never copies the conversation
         into one string."""
         source = self._source
-        signature = self._signature()
+        values = self._signature_values()
+        signature = self._signature(values)
         unchanged = source is not None and signature is not None and signature == source.signature
         keys: set[str] | None = None
         if source is not None and unchanged:
             header = source.header
         else:
-            keys = None if source is None else self._changed_keys(source, signature)
+            keys = None if source is None else self._changed_keys(source, values, signature)
             if keys is not None:
                 # A few keys changed (the state, say): only their values are taken again, and written again.
                 assert source is not None
@@ -974,6 +992,8 @@ class Instance:
             header_text=header_text,
             entries=entries,
             signature=signature,
+            values=values,
+            extended=bool(self.extra),
             messages_line=messages_line if messages else None,
             prefix=prefix,
             indent=indent,
