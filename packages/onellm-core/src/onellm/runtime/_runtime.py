@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING, Any, TypeVar, Unpack, cast, overload
 
 import anyio
 
+from onellm.clock import SystemClock
 from onellm.errors import StorageError
 from onellm.messages import Message, Timestamp
+from onellm.messages._time import system_now
 from onellm.runtime._cache import ResultCache
 from onellm.runtime._call import ModelCall, StreamingAnswer
 from onellm.runtime._media import MediaMethods
@@ -81,7 +83,6 @@ class Runtime(MediaMethods):
         environ: Mapping[str, str] | None = None,
         llm_turn_logs: bool = False,
     ) -> None:
-        from onellm.clock import SystemClock
         from onellm.records import RecordSinks as _Sinks
 
         self._catalog = catalog
@@ -747,7 +748,10 @@ class _Services:
         return resolved, runtime.providers.for_model(resolved, catalog)
 
     def now(self) -> Timestamp:
-        return Timestamp.from_datetime(self._runtime.clock.now())
+        clock = self._runtime.clock
+        if type(clock) is SystemClock:  # read every turn: the same text, without the datetime
+            return system_now()
+        return Timestamp.from_datetime(clock.now())
 
     def new_instance(
         self, model: ResolvedModel, requested: str, system: str | None, *, started: Timestamp | None = None
