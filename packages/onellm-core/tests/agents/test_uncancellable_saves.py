@@ -132,3 +132,81 @@ async def test_a_failed_save_is_a_storage_error() -> None:
         with pytest.raises(StorageError, match="No space left"):
             await runtime._services.save(_instance())
     assert store.done == ["waited", "waited"]
+
+
+class _Immediate:
+    """A store whose save has no await in it: it cannot wait, so nothing can cut it short."""
+
+    def __init__(self) -> None:
+        self.done: list[str] = []
+
+    async def save(self, instance: Instance) -> None:
+        self.done.append("saved")
+
+    async def load(self, instance_id: str) -> Instance | None:
+        return None
+
+
+class _WaitsInAsyncWith(_Store):
+    """Its save waits only inside `async with` (no `await` written in it)."""
+
+    async def save(self, instance: Instance) -> None:
+        async with _Waiting(self.done):
+            self.done.append("saved")
+
+
+class _WaitsInAsyncFor(_Store):
+    """Its save waits only in `async for`."""
+
+    async def save(self, instance: Instance) -> None:
+        async for _ in _waiting(self.done):
+            pass
+        self.done.append("saved")
+
+
+class _ReturnsAnAwaitable(_Store):
+    """Its save is a plain function that hands back the waiting coroutine."""
+
+    def save(self, instance: Instance) -> Any:  # type: ignore[override]
+        return _Store.save(self, instance)
+
+
+class _Waiting:
+    def __init__(self, done: list[str]) -> None:
+        self.done = done
+
+    async def __aenter__(self) -> None:
+        await _wait(self.done)
+
+    async def __aexit__(self, *exc: object) -> None:
+        await _wait(self.done)
+
+
+async def _waiting(done: list[str]) -> Any:
+    await _wait(done)
+    yield None
+    await _wait(done)
+
+
+@pytest.mark.parametrize("cancel_first", [True, False])
+async def test_a_save_with_no_await_in_it_is_whole(cancel_first: bool) -> None:
+    store = _Immediate()
+    assert await _save_cancelled(store, cancel_first=cancel_first)  # type: ignore[arg-type]
+    assert store.done == ["saved"]
+
+
+@pytest.mark.parametrize(
+    ("store", "done"),
+    [
+        (_WaitsInAsyncWith(), ["waited", "saved", "waited"]),
+        (_WaitsInAsyncFor(), ["waited", "waited", "saved"]),
+        (_ReturnsAnAwaitable(_wait, _wait), ["waited", "waited", "saved"]),
+    ],
+)
+@pytest.mark.parametrize("cancel_first", [True, False])
+async def test_a_save_that_waits_without_a_written_await_is_not_cut_short(
+    store: _Store, done: list[str], cancel_first: bool
+) -> None:
+    store.done.clear()
+    assert await _save_cancelled(store, cancel_first=cancel_first)
+    assert store.done == done

@@ -3,12 +3,15 @@ result cache), and the services it hands to the runs it starts (`runtime.service
 
 from __future__ import annotations
 
+import dis
 import functools
+import inspect
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
+from types import CodeType
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack, cast, overload
 
 import anyio
@@ -797,9 +800,13 @@ class _Services:
                 store_assets(store, instance, instance.messages[-1])
             if type(store) is _memory_store():
                 cast(Any, store).save_sync(instance)  # in memory, and no await: nothing can cut it short
+                return
+            save = store.save
+            if _never_waits(save):
+                await save(instance)  # it cannot stop half way: no cancellation reaches it
             else:
                 with anyio.CancelScope(shield=True):
-                    await store.save(instance)
+                    await save(instance)
         except OSError as error:
             raise _storage_error(store, instance, "save", error) from error
 
@@ -823,6 +830,26 @@ def _memory_store() -> type:
     from onellm.instances import MemoryInstanceStore
 
     return MemoryInstanceStore
+
+
+def _never_waits(method: Any) -> bool:
+    """Whether `method` is an `async def` with no `await` (nor `async for` or `async with`) in it: its coroutine runs
+    to its end in one step, so a cancellation, delivered only where a coroutine waits, cannot cut it short."""
+    code = getattr(getattr(method, "__func__", method), "__code__", None)
+    return code is not None and _code_never_waits(code)
+
+
+@functools.lru_cache(maxsize=64)
+def _code_never_waits(code: CodeType) -> bool:
+    if not code.co_flags & inspect.CO_COROUTINE:
+        return False  # a plain function returning an awaitable, a generator: anything may be behind it
+    return not any(op.opname in _WAITING_OPS for op in dis.get_instructions(code))
+
+
+_WAITING_OPS = frozenset(
+    {"YIELD_VALUE", "SEND", "GET_AWAITABLE", "GET_AITER", "GET_ANEXT", "BEFORE_ASYNC_WITH", "END_ASYNC_FOR"}
+)
+"""The instructions of a coroutine that may suspend it (an `await` compiles to several of them)."""
 
 
 def _storage_error(store: Any, instance: Instance, operation: str, error: OSError) -> StorageError:
