@@ -1,5 +1,6 @@
 """A save through the runtime is never cut short by a cancellation, whether the store's save waits or not, and whether
-it opens cancel scopes (a timeout, a task group) of its own: the cancellation lands once the save is done."""
+it opens cancel scopes (a timeout, a task group) of its own: the cancellation lands once the save is done. Nor is the
+lease a cancelled run gives back."""
 
 from __future__ import annotations
 
@@ -10,8 +11,12 @@ import anyio.lowlevel
 import pytest
 
 import onellm
-from onellm.errors import StorageError
-from onellm.instances import Instance
+from onellm.definitions import Definition
+from onellm.errors import RunCancelledError, StorageError
+from onellm.instances import Instance, InstanceLease, MemoryInstanceStore
+from onellm.testing import ScriptedProvider, ScriptedToolCall, ScriptStep
+
+from .conftest import add_quick_and_slow
 
 pytestmark = pytest.mark.anyio
 
@@ -210,3 +215,64 @@ async def test_a_save_that_waits_without_a_written_await_is_not_cut_short(
     store.done.clear()
     assert await _save_cancelled(store, cancel_first=cancel_first)
     assert store.done == done
+
+
+class _WaitingLease(InstanceLease):
+    """A lease whose giving back waits (in `_release`, or in `release` itself)."""
+
+    def __init__(self, instance_id: str, done: list[str]) -> None:
+        super().__init__(instance_id)
+        self.done = done
+
+    async def _release(self) -> None:
+        await _wait(self.done)
+        self.done.append("released")
+
+
+class _WaitingRelease(_WaitingLease):
+    async def release(self) -> None:
+        await _wait(self.done)
+        await super().release()
+
+
+class _LeasingStore(MemoryInstanceStore):
+    def __init__(self, lease: type[_WaitingLease]) -> None:
+        super().__init__()
+        self.lease = lease
+        self.done: list[str] = []
+
+    async def acquire(self, instance_id: str) -> InstanceLease:
+        return self.lease(instance_id, self.done)
+
+
+@pytest.mark.parametrize("lease", [_WaitingLease, _WaitingRelease, None])
+async def test_a_cancelled_run_gives_its_lease_back_whole(lease: type[_WaitingLease] | None) -> None:
+    store = MemoryInstanceStore() if lease is None else _LeasingStore(lease)
+    runtime = onellm.Runtime(store=store, environ={})
+    provider = ScriptedProvider("anthropic")
+    runtime.providers.set("anthropic", provider)
+    finished = add_quick_and_slow(runtime)
+    provider.enqueue(ScriptStep(tool_calls=(ScriptedToolCall("a", "quick", {}), ScriptedToolCall("b", "slow", {}))))
+    definition = Definition.loads(
+        "model: claude-sonnet\nreferences:\n  - tools: [quick, slow]\ninitialPrompts:\n  - user:\n      - text: go\n"
+    )
+    run = await runtime.start_agent(definition)
+
+    async def cancel_once_quick_ran(scope: anyio.CancelScope) -> None:
+        await finished.wait()
+        scope.cancel()
+
+    # Cancelled from outside: the lease is given back as the drive ends, with the caller's scope still cancelled.
+    async with anyio.create_task_group() as group:
+        with anyio.CancelScope() as outer:
+            group.start_soon(cancel_once_quick_ran, outer)
+            with pytest.raises(RunCancelledError):
+                await run.result()
+    assert run.state == "stopped"
+    assert run.instance.cancelled is True
+    if isinstance(store, _LeasingStore):
+        expected = ["waited", "waited", "released"] if lease is _WaitingRelease else ["waited", "released"]
+        assert store.done == expected
+    else:
+        assert run.instance.id is not None
+        await (await store.acquire(run.instance.id)).release()  # the run gave its lease back: it can be taken again
