@@ -835,13 +835,17 @@ def _memory_store() -> type:
 def _never_waits(method: Any) -> bool:
     """Whether `method` is an `async def` with no `await` (nor `async for` or `async with`) in it: its coroutine runs
     to its end in one step, so a cancellation, delivered only where a coroutine waits, cannot cut it short."""
-    code = getattr(getattr(method, "__func__", method), "__code__", None)
-    return code is not None and _code_never_waits(code)
+    function = getattr(method, "__func__", method)  # a bound method's function, the same on every access
+    try:
+        return _function_never_waits(function)
+    except TypeError:  # an object that cannot be a key
+        return False
 
 
 @functools.lru_cache(maxsize=64)
-def _code_never_waits(code: CodeType) -> bool:
-    if not code.co_flags & inspect.CO_COROUTINE:
+def _function_never_waits(function: Any) -> bool:
+    code = getattr(function, "__code__", None)
+    if not isinstance(code, CodeType) or not code.co_flags & inspect.CO_COROUTINE:
         return False  # a plain function returning an awaitable, a generator: anything may be behind it
     return not any(op.opname in _WAITING_OPS for op in dis.get_instructions(code))
 
