@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import threading
 import uuid
 
 import pytest
@@ -22,6 +23,21 @@ def test_ids_are_version_4_uuids_and_never_repeat() -> None:
         assert as_uuid.version == 4
         assert as_uuid.variant == uuid.RFC_4122
         assert as_uuid.hex == made
+
+
+def test_threads_taking_ids_at_once_never_get_the_same() -> None:
+    taken: list[list[str]] = [[] for _ in range(8)]
+
+    def take(into: list[str]) -> None:
+        into.extend(new_message_id() for _ in range(2000))
+
+    threads = [threading.Thread(target=take, args=(into,)) for into in taken]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    every = [made for into in taken for made in into]
+    assert len(set(every)) == len(every) == 16000
 
 
 @pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "darwin", reason="needs os.fork")

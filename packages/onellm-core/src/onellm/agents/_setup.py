@@ -106,14 +106,15 @@ def grants_summary(capabilities: Capabilities) -> dict[str, Any]:
         # Grants are frozen and a runtime hands every run the same object: the summary is made once for it.
         summary = {k: v for k, v in capabilities.to_data().items() if v is not None}
         last = _last_summary = (capabilities, summary)
-    return _copied(last[1])
+    copy: dict[str, Any] = _copied(last[1])
+    return copy
 
 
 _last_summary: tuple[Capabilities, dict[str, Any]] | None = None
 """The grants `grants_summary` last summarized, and their summary (never handed out: each instance gets a copy)."""
 
 
-def _copied(value: dict[str, Any] | list[Any]) -> Any:
+def _copied(value: Any) -> Any:
     """A copy of plain data, each mapping and list in it made anew."""
     if type(value) is dict:
         return {k: _copied(v) if type(v) in _CONTAINERS else v for k, v in value.items()}

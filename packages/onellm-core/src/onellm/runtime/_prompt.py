@@ -4,7 +4,8 @@ the verbs accept, message ids, and who a message comes from (`source`)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections import deque
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeAlias, TypedDict, get_args
 
 from onellm.messages import MessageSource, Part, TextPart
@@ -101,29 +102,27 @@ _VERSION_4 = bytes(b & 0x0F | 0x40 for b in range(256))
 _VARIANT = bytes(b & 0x3F | 0x80 for b in range(256))
 """Byte 8 of each id: its high two bits say the RFC 4122 variant."""
 
-_ids: Iterator[str] = iter(())
-"""Ids drawn and not handed out yet (taking one with `next` is atomic: two threads never get the same)."""
+_ids: deque[str] = deque()
+"""Ids drawn and not handed out yet (a deque: two threads taking one at once never get the same)."""
 
 
 def new_message_id() -> str:
     """A fresh message id (32 hex digits): a random (version 4) UUID's, made without a `UUID` object."""
-    global _ids
-    made = next(_ids, None)
-    if made is not None:
-        return made
+    try:
+        return _ids.popleft()
+    except IndexError:
+        pass
     data = bytearray(os.urandom(16 * _IDS_AT_ONCE))
     data[6::16] = data[6::16].translate(_VERSION_4)
     data[8::16] = data[8::16].translate(_VARIANT)
     text = data.hex()
-    ids = iter([text[at : at + 32] for at in range(32, len(text), 32)])
-    _ids = ids
+    _ids.extend(text[at : at + 32] for at in range(32, len(text), 32))
     return text[:32]
 
 
 def _forget_ids() -> None:
     """A forked child draws its own ids: the ones left were drawn for the parent, which hands them out too."""
-    global _ids
-    _ids = iter(())
+    _ids.clear()
 
 
 if hasattr(os, "register_at_fork"):
