@@ -1,4 +1,4 @@
-"""`system_now`, the runtime's reading of the system clock: the text `Timestamp.from_datetime` writes for what
+"""`Timestamp._system_now`, the runtime's reading of the system clock: the text `Timestamp.from_datetime` writes for what
 `datetime.now(UTC)` gives at the same instant, in every second (the text up to the fraction is kept per second)."""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ import pytest
 import onellm
 from onellm.clock import FakeClock
 from onellm.messages import Timestamp
-from onellm.messages._time import system_now
 
 
 @pytest.mark.parametrize(
@@ -31,7 +30,7 @@ def test_the_text_is_what_the_datetime_gives(monkeypatch: pytest.MonkeyPatch, ns
     expected = Timestamp.from_datetime(
         datetime.fromtimestamp(micro // 1_000_000, UTC).replace(microsecond=micro % 1_000_000)
     )
-    stamp = system_now()
+    stamp = Timestamp._system_now()
     assert stamp.text == expected.text
     assert stamp == expected
     assert stamp.datetime == expected.datetime

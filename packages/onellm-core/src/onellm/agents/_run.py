@@ -2532,14 +2532,6 @@ def _runtime() -> Any:
 
 
 @functools.cache
-def _runtime_module() -> Any:
-    """`onellm.runtime._runtime`, imported on first use."""
-    import onellm.runtime._runtime
-
-    return onellm.runtime._runtime
-
-
-@functools.cache
 def _lease_type() -> Any:
     """`onellm.instances.InstanceLease`, imported on first use."""
     from onellm.instances import InstanceLease
@@ -2573,9 +2565,10 @@ def _releases_at_once(lease: InstanceLease) -> bool:
     """Whether giving `lease` back cannot wait: `release` (the base class's, which awaits `_release`) and the store's
     `_release` are `async def`s with no await in them (see `_never_waits`), as a store in memory has them."""
     release = type(lease).release
-    if _runtime_module()._never_waits(release):
+    never_waits = _runtime()._never_waits
+    if never_waits(release):
         return True
-    return release is _lease_type().release and _runtime_module()._never_waits(type(lease)._release)
+    return release is _lease_type().release and never_waits(type(lease)._release)
 
 
 def _asks_the_user(result: ToolResult) -> bool:

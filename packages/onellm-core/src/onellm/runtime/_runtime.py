@@ -19,7 +19,6 @@ import anyio
 from onellm.clock import SystemClock
 from onellm.errors import StorageError
 from onellm.messages import Message, Timestamp
-from onellm.messages._time import system_now
 from onellm.runtime._cache import ResultCache
 from onellm.runtime._call import ModelCall, StreamingAnswer
 from onellm.runtime._media import MediaMethods
@@ -753,7 +752,7 @@ class _Services:
     def now(self) -> Timestamp:
         clock = self._runtime.clock
         if type(clock) is SystemClock:  # read every turn: the same text, without the datetime
-            return system_now()
+            return Timestamp._system_now()
         return Timestamp.from_datetime(clock.now())
 
     def new_instance(
