@@ -251,3 +251,26 @@ async def test_a_saved_tool_limit_narrows_the_tools(tmp_path: Path) -> None:
     result = await run.result()
     assert [t.name for t in provider.requests[-1].tools] == ["read_file", "task_complete"]
     assert any("tool 'roots' was left out" in w.message for w in result.warnings)
+
+
+async def test_each_instance_gets_a_summary_of_its_own(tmp_path: Path) -> None:
+    """The summary of one runtime's grants is made once: a change to one instance's copy reaches no other instance."""
+    work = tmp_path / "work"
+    work.mkdir()
+    runtime, _ = _runtime(
+        tmp_path / "instances", onellm.Capabilities.files(work) + onellm.Capabilities.network("example.com")
+    )
+    first = (await runtime.start_agent(_agent(tmp_path))).instance
+    expected = {
+        "readRoots": [str(work)],
+        "writeRoots": [str(work)],
+        "shell": {"enabled": False, "approval": False},
+        "network": {"anyPublic": False, "hosts": ["example.com"]},
+    }
+    assert first.capabilities == expected
+    assert first.capabilities is not None
+    first.capabilities["readRoots"].append("/elsewhere")
+    first.capabilities["network"]["hosts"].clear()
+    first.capabilities["shell"]["enabled"] = True
+    second = (await runtime.start_agent(_agent(tmp_path))).instance
+    assert second.capabilities == expected

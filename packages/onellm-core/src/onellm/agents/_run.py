@@ -635,7 +635,12 @@ class AgentRun(Generic[T]):
             self._sink = None
             self._turn_services_made = None
             self._events.clear()
-            if self._lease is not None:  # nothing to give back without one (a store without leases)
+            lease = self._lease
+            if lease is None:
+                pass  # nothing to give back without one (a store without leases)
+            elif _releases_at_once(lease):
+                await self._release()  # it cannot wait, so no cancellation can cut it short
+            else:
                 with anyio.CancelScope(shield=True):
                     await self._release()
             self._wake()
@@ -2527,6 +2532,14 @@ def _runtime() -> Any:
 
 
 @functools.cache
+def _lease_type() -> Any:
+    """`onellm.instances.InstanceLease`, imported on first use."""
+    from onellm.instances import InstanceLease
+
+    return InstanceLease
+
+
+@functools.cache
 def _tools() -> Any:
     """`onellm.tools`, imported on first use."""
     import onellm.tools
@@ -2546,6 +2559,16 @@ def _restored(inputs: dict[str, Any], schema: Mapping[str, Any], restore: Callab
                 return restore(inputs, schema)
         return dict(inputs)
     return restore(inputs, schema)
+
+
+def _releases_at_once(lease: InstanceLease) -> bool:
+    """Whether giving `lease` back cannot wait: `release` (the base class's, which awaits `_release`) and the store's
+    `_release` are `async def`s with no await in them (see `_never_waits`), as a store in memory has them."""
+    release = type(lease).release
+    never_waits = _runtime()._never_waits
+    if never_waits(release):
+        return True
+    return release is _lease_type().release and never_waits(type(lease)._release)
 
 
 def _asks_the_user(result: ToolResult) -> bool:

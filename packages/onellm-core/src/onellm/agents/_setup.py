@@ -99,8 +99,29 @@ def recorded_grants(instance: Instance, runtime: Capabilities, *, where: str) ->
 
 
 def grants_summary(capabilities: Capabilities) -> dict[str, Any]:
-    """The `capabilities` entry written to an instance: the summary without null values."""
-    return {k: v for k, v in capabilities.to_data().items() if v is not None}
+    """The `capabilities` entry written to an instance: the summary without null values (a copy of its own)."""
+    global _last_summary
+    last = _last_summary
+    if last is None or last[0] is not capabilities:
+        # Grants are frozen and a runtime hands every run the same object: the summary is made once for it.
+        summary = {k: v for k, v in capabilities.to_data().items() if v is not None}
+        last = _last_summary = (capabilities, summary)
+    copy: dict[str, Any] = _copied(last[1])
+    return copy
+
+
+_last_summary: tuple[Capabilities, dict[str, Any]] | None = None
+"""The grants `grants_summary` last summarized, and their summary (never handed out: each instance gets a copy)."""
+
+
+def _copied(value: Any) -> Any:
+    """A copy of plain data, each mapping and list in it made anew."""
+    if type(value) is dict:
+        return {k: _copied(v) if type(v) in _CONTAINERS else v for k, v in value.items()}
+    return [_copied(v) if type(v) in _CONTAINERS else v for v in value]
+
+
+_CONTAINERS = frozenset({dict, list})
 
 
 @dataclass

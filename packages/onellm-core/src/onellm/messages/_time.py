@@ -31,6 +31,10 @@ _last_second: tuple[DateTime, DateTime, str] = (_EPOCH, _EPOCH, "")
 last second there is, which `from_datetime` then writes out each time) and its text up to the fraction."""
 
 
+_last_clock_second: tuple[int, str] = (0, "1970-01-01T00:00:00.")
+"""The second `Timestamp._system_now` wrote last, counted from the Unix epoch, and its text up to the fraction."""
+
+
 class Timestamp:
     """An RFC 3339 timestamp with a `Z` or numeric offset, kept to 100 ns and written back as it was read.
 
@@ -149,6 +153,23 @@ class Timestamp:
         sign = "-" if total < 0 else "+"
         hours, minutes = divmod(abs(total), 60)
         return cls(f"{base}{sign}{hours:02d}:{minutes:02d}")
+
+    @classmethod
+    def _system_now(cls) -> Timestamp:
+        """`from_datetime(datetime.now(UTC))` (what `SystemClock` gives, read by the runtime every turn) without making
+        the `datetime`: the system clock read to the microsecond, floored as `datetime.now` floors it, the seventh
+        fractional digit 0."""
+        global _last_clock_second
+        seconds, micro = divmod(time.time_ns() // 1000, 1_000_000)
+        second, head = _last_clock_second
+        if seconds != second:
+            head = DateTime.fromtimestamp(seconds, UTC).isoformat()[:19] + "."
+            _last_clock_second = (seconds, head)
+        made = object.__new__(Timestamp)
+        made._text = f"{head}{str(10_000_000 + micro * 10)[1:]}Z"
+        made._datetime = None
+        made._ticks = -1
+        return made
 
     @classmethod
     def coerce(cls, value: Timestamp | DateTime | str) -> Timestamp:

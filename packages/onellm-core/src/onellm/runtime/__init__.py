@@ -45,6 +45,7 @@ from onellm.runtime._prompt import Content, RequestOptions, api_source, new_mess
 from onellm.runtime._registry import ProviderFactory, ProviderRegistry
 from onellm.runtime._results import AskResult, ScriptResult
 from onellm.runtime._runtime import Runtime
+from onellm.runtime._runtime import _never_waits as _never_waits  # for the agent loop, which gives leases back
 from onellm.runtime._script import expand_from_part, template_scope, when_holds
 from onellm.runtime._services import RuntimeServices
 from onellm.runtime._sync import drive

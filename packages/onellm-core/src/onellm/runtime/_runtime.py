@@ -3,16 +3,20 @@ result cache), and the services it hands to the runs it starts (`runtime.service
 
 from __future__ import annotations
 
+import dis
 import functools
+import inspect
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
+from types import CodeType
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack, cast, overload
 
 import anyio
 
+from onellm.clock import SystemClock
 from onellm.errors import StorageError
 from onellm.messages import Message, Timestamp
 from onellm.runtime._cache import ResultCache
@@ -81,7 +85,6 @@ class Runtime(MediaMethods):
         environ: Mapping[str, str] | None = None,
         llm_turn_logs: bool = False,
     ) -> None:
-        from onellm.clock import SystemClock
         from onellm.records import RecordSinks as _Sinks
 
         self._catalog = catalog
@@ -747,7 +750,10 @@ class _Services:
         return resolved, runtime.providers.for_model(resolved, catalog)
 
     def now(self) -> Timestamp:
-        return Timestamp.from_datetime(self._runtime.clock.now())
+        clock = self._runtime.clock
+        if type(clock) is SystemClock:  # read every turn: the same text, without the datetime
+            return Timestamp._system_now()
+        return Timestamp.from_datetime(clock.now())
 
     def new_instance(
         self, model: ResolvedModel, requested: str, system: str | None, *, started: Timestamp | None = None
@@ -793,9 +799,13 @@ class _Services:
                 store_assets(store, instance, instance.messages[-1])
             if type(store) is _memory_store():
                 cast(Any, store).save_sync(instance)  # in memory, and no await: nothing can cut it short
+                return
+            save = store.save
+            if _never_waits(save):
+                await save(instance)  # it cannot stop half way: no cancellation reaches it
             else:
                 with anyio.CancelScope(shield=True):
-                    await store.save(instance)
+                    await save(instance)
         except OSError as error:
             raise _storage_error(store, instance, "save", error) from error
 
@@ -819,6 +829,30 @@ def _memory_store() -> type:
     from onellm.instances import MemoryInstanceStore
 
     return MemoryInstanceStore
+
+
+def _never_waits(method: Any) -> bool:
+    """Whether `method` is an `async def` with no `await` (nor `async for` or `async with`) in it: its coroutine runs
+    to its end in one step, so a cancellation, delivered only where a coroutine waits, cannot cut it short."""
+    function = getattr(method, "__func__", method)  # a bound method's function, the same on every access
+    try:
+        return _function_never_waits(function)
+    except TypeError:  # an object that cannot be a key
+        return False
+
+
+@functools.lru_cache(maxsize=64)
+def _function_never_waits(function: Any) -> bool:
+    code = getattr(function, "__code__", None)
+    if not isinstance(code, CodeType) or not code.co_flags & inspect.CO_COROUTINE:
+        return False  # a plain function returning an awaitable, a generator: anything may be behind it
+    return not any(op.opname in _WAITING_OPS for op in dis.get_instructions(code))
+
+
+_WAITING_OPS = frozenset(
+    {"YIELD_VALUE", "SEND", "GET_AWAITABLE", "GET_AITER", "GET_ANEXT", "BEFORE_ASYNC_WITH", "END_ASYNC_FOR"}
+)
+"""The instructions of a coroutine that may suspend it (an `await` compiles to several of them)."""
 
 
 def _storage_error(store: Any, instance: Instance, operation: str, error: OSError) -> StorageError:
