@@ -339,7 +339,7 @@ class ScriptedProvider:
             for call in step.tool_calls:
                 inputs, invalid = parse_arguments(call.arguments_text)
                 calls.append(ToolCall(id=call.id, tool=call.tool, inputs=inputs, invalid_inputs=invalid, after=after))
-        usage = None if step.usage is None else step.usage.merge(Usage(model=model))
+        usage = None if step.usage is None else _named(step.usage, model)
         message = Message(assistant=assistant, tool_calls=calls, usage=usage, extra={})
         finish = step.finish_reason or ("tool_calls" if step.tool_calls else "stop")
         return whole_response(message, finish, model, f"scripted-{self._served}", request.warnings)
@@ -357,7 +357,7 @@ class ScriptedProvider:
             events.append(ToolCallEnd(index))
             index += 1
         if step.usage is not None:
-            events.append(UsageEvent(step.usage.merge(Usage(model=step.model or request.model))))
+            events.append(UsageEvent(_named(step.usage, step.model or request.model)))
         events.append(Done(step.finish_reason or ("tool_calls" if step.tool_calls else "stop")))
         return events
 
@@ -382,6 +382,18 @@ class ScriptedProvider:
         vectors = [_vector(text, size) for text in request.inputs]
         usage = Usage(model=request.model, input_tokens=sum(_tokens(t) for t in request.inputs))
         return EmbeddingResponse(vectors, usage, model=request.model)
+
+
+def _named(usage: Usage, model: str | None) -> Usage:
+    """The step's usage naming the model that answered: `usage.merge(Usage(model=model))` without the empty report
+    merged in (its lists and mappings copied, so the answer shares nothing with the step)."""
+    return msgspec.structs.replace(
+        usage,
+        model=usage.model if model is None else model,
+        counters=dict(usage.counters),
+        cost_lines=list(usage.cost_lines),
+        extra=dict(usage.extra),
+    )
 
 
 def _tokens(text: str) -> int:
