@@ -442,9 +442,9 @@ def _price_main(table: PriceTable, usage: Usage) -> Cost | None:
         plan = table._main_plan = _main_plan(table)
     lines = []
     total = _ZERO
-    # A plain `zip` over the four counters and their steps (both always have four): `strict=True` costs more than
-    # the loop.
-    for amount, step in zip(_MAIN_AMOUNTS(usage), plan):
+    # A plain `zip` over the four counters and their steps (both always have four): an argument to `zip` costs more
+    # than the loop.
+    for amount, step in zip(_MAIN_AMOUNTS(usage), plan):  # noqa: B905
         if not amount:
             continue
         if step is None:

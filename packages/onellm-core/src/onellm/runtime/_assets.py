@@ -8,7 +8,7 @@ import mimetypes
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import msgspec
 
@@ -69,7 +69,7 @@ def store_assets(store: Any, instance: Instance, message: Message) -> None:
     message.user = parts
 
 
-def _stored(part: Any) -> bool:
+def _stored(part: Any) -> TypeGuard[AssetPart]:
     """An asset part whose content is in the asset store (a reference, no inline data)."""
     return isinstance(part, AssetPart) and bool(part.key) and part.data is None
 
