@@ -482,7 +482,7 @@ def _price_main(table: PriceTable, usage: Usage) -> Cost | None:
     return Cost(lines=tuple(lines), total=total)
 
 
-_MainStep = tuple[str, str, "_Price", Decimal | None, Decimal | None, int | None, int]
+_MainStep = tuple[str, str, "_Price", Decimal | None, Decimal | None, int | None, Decimal]
 _FUSED_LIMIT = 10**80
 """Amounts with fewer digits than this are made in one step (`_ADD_ZEROS` quantizes at 80 digits)."""
 _FUSED_FLOOR = -_FUSED_LIMIT
@@ -514,7 +514,8 @@ def _main_plan(table: PriceTable) -> tuple[_MainStep | None, ...]:
         sign, unit_digits, exponent = unit.as_tuple()
         if quantum is not None and not sign and isinstance(exponent, int):
             digits = int("".join(map(str, unit_digits)) or "0") * 10 ** max(exponent, 0)
-        plan.append((counter, price.label or _LABELS[counter], price, divisor, quantum, digits, -places))
+        # The shift as a decimal: `scaleb` would make one of an int on every call.
+        plan.append((counter, price.label or _LABELS[counter], price, divisor, quantum, digits, Decimal(-places)))
     return tuple(plan)
 
 
