@@ -346,6 +346,11 @@ class ResolvedModel:
     ) -> Cost:
         """Price one call's usage with this model's catalog prices. See `onellm.catalog.pricing.price_usage`."""
         price_usage = _PRICE_USAGE[0] if _PRICE_USAGE else _load_price_usage()
+        if not (batch or region or multipliers or qualifiers) and today is None and base_url is None:
+            # A model call's question: the options left at their defaults are not passed on (passing them costs
+            # more than the pricing's fast path).
+            plain: Cost = price_usage(self, usage, service_tier=service_tier, at=at)
+            return plain
         cost: Cost = price_usage(
             self,
             usage,

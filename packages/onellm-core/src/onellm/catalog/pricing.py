@@ -11,6 +11,7 @@ batch, region and any named multiplier factor every line. Nothing is rounded.
 from __future__ import annotations
 
 import datetime as _dt
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Context, Decimal, Inexact, InvalidOperation
@@ -441,23 +442,21 @@ def _price_main(table: PriceTable, usage: Usage) -> Cost | None:
         plan = table._main_plan = _main_plan(table)
     lines = []
     total = _ZERO
-    for amount, step in zip(
-        (usage.input_tokens, usage.output_tokens, usage.cache_creation_input_tokens, usage.cache_read_input_tokens),
-        plan,
-        strict=True,
-    ):
+    # A plain `zip` over the four counters and their steps (both always have four): an argument to `zip` costs more
+    # than the loop.
+    for amount, step in zip(_MAIN_AMOUNTS(usage), plan):  # noqa: B905
         if not amount:
             continue
         if step is None:
             return None
         counter, label, price, divisor, quantum, digits, shift = step
         # `_line` for a main counter: quantity × unit ÷ per (a power of ten), at the price's scale.
-        if digits is not None and type(amount) is int and -_FUSED_LIMIT < (whole := amount * digits) < _FUSED_LIMIT:
+        if digits is not None and type(amount) is int and _FUSED_FLOOR < (whole := amount * digits) < _FUSED_LIMIT:
             # The same amount in one step: the unit's digits times the quantity, the point moved to the price's
             # scale (nothing is rounded, and the quantize below would only have added zeros).
             value = Decimal(whole).scaleb(shift, _EXACT)
             # Zero plus an amount with no positive exponent is that amount, digit for digit.
-            total = value if total is _ZERO else _EXACT.add(total, value)
+            total = value if total is _ZERO else _ADD(total, value)
         else:
             value = _EXACT.multiply(Decimal(amount), price.unit)
             if divisor is not None:
@@ -483,9 +482,15 @@ def _price_main(table: PriceTable, usage: Usage) -> Cost | None:
     return Cost(lines=tuple(lines), total=total)
 
 
-_MainStep = tuple[str, str, "_Price", Decimal | None, Decimal | None, int | None, int]
+_MainStep = tuple[str, str, "_Price", Decimal | None, Decimal | None, int | None, Decimal]
 _FUSED_LIMIT = 10**80
 """Amounts with fewer digits than this are made in one step (`_ADD_ZEROS` quantizes at 80 digits)."""
+_FUSED_FLOOR = -_FUSED_LIMIT
+_ADD = _EXACT.add
+_MAIN_AMOUNTS = operator.attrgetter(
+    "input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"
+)
+"""A usage's four main counters, in `_MAIN`'s order."""
 
 
 def _main_plan(table: PriceTable) -> tuple[_MainStep | None, ...]:
@@ -509,7 +514,8 @@ def _main_plan(table: PriceTable) -> tuple[_MainStep | None, ...]:
         sign, unit_digits, exponent = unit.as_tuple()
         if quantum is not None and not sign and isinstance(exponent, int):
             digits = int("".join(map(str, unit_digits)) or "0") * 10 ** max(exponent, 0)
-        plan.append((counter, price.label or _LABELS[counter], price, divisor, quantum, digits, -places))
+        # The shift as a decimal: `scaleb` would make one of an int on every call.
+        plan.append((counter, price.label or _LABELS[counter], price, divisor, quantum, digits, Decimal(-places)))
     return tuple(plan)
 
 

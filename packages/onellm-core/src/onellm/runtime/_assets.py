@@ -8,7 +8,7 @@ import mimetypes
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import msgspec
 
@@ -69,25 +69,39 @@ def store_assets(store: Any, instance: Instance, message: Message) -> None:
     message.user = parts
 
 
+def _stored(part: Any) -> TypeGuard[AssetPart]:
+    """An asset part whose content is in the asset store (a reference, no inline data)."""
+    return isinstance(part, AssetPart) and bool(part.key) and part.data is None
+
+
+def _any_stored(messages: list[Message]) -> bool:
+    """Whether any message's user side has an asset part to put back (`_stored`, written out: this looks at every
+    message of every turn)."""
+    for message in messages:
+        parts = message.user
+        if parts:  # most turns of an agent have no user side: passed over without iterating it
+            for p in parts:
+                if isinstance(p, AssetPart) and p.key and p.data is None:
+                    return True
+    return False
+
+
 def inline_assets(store: Any, instance: Instance, messages: Sequence[Message]) -> list[Message]:
     """The messages to send: asset parts that refer to stored content get it back inline (copies; the instance keeps
     its references)."""
     out = list(messages)
+    if not _any_stored(out):
+        return out
     target: Any = None
     for i, message in enumerate(out):
-        for p in message.user:
-            if isinstance(p, AssetPart) and p.key and p.data is None:
-                break
-        else:
+        if not any(_stored(p) for p in message.user):
             continue  # nothing stored to put back
         if target is None:
             target = _asset_store(store, instance)
             if target is None:
                 return out
         user = [
-            msgspec.structs.replace(p, data=target.get(p.key))
-            if isinstance(p, AssetPart) and p.key and p.data is None and target.exists(p.key)
-            else p
+            msgspec.structs.replace(p, data=target.get(p.key)) if _stored(p) and target.exists(p.key) else p
             for p in message.user
         ]
         out[i] = msgspec.structs.replace(message, user=user)

@@ -24,7 +24,7 @@ import hashlib
 import math
 import operator
 from collections import deque
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -96,6 +96,12 @@ class ScriptedToolCall:
     tool: str
     arguments: str | dict[str, Any] = "{}"
 
+    def __init__(self, id: str, tool: str, arguments: str | dict[str, Any] = "{}") -> None:
+        # The dataclass's own `__init__`, at less cost: a frozen class sets its fields through their slots.
+        _CALL_SLOTS[0](self, id)
+        _CALL_SLOTS[1](self, tool)
+        _CALL_SLOTS[2](self, arguments)
+
     @property
     def arguments_text(self) -> str:
         if isinstance(self.arguments, str):
@@ -122,6 +128,26 @@ class ScriptStep:
     """The model the answer names; the request's model when None."""
     vectors: tuple[tuple[float, ...], ...] | None = None
     """For an embedding request: the vectors to return."""
+
+    def __init__(
+        self,
+        pieces: tuple[str | Pause, ...] = (),
+        tool_calls: tuple[ScriptedToolCall, ...] = (),
+        usage: Usage | None = None,
+        finish_reason: str | None = None,
+        error: BaseException | None = None,
+        model: str | None = None,
+        vectors: tuple[tuple[float, ...], ...] | None = None,
+    ) -> None:
+        # The dataclass's own `__init__`, at less cost (a test script makes many steps): see `ScriptedToolCall`.
+        slots = _STEP_SLOTS
+        slots[0](self, pieces)
+        slots[1](self, tool_calls)
+        slots[2](self, usage)
+        slots[3](self, finish_reason)
+        slots[4](self, error)
+        slots[5](self, model)
+        slots[6](self, vectors)
 
     @classmethod
     def text(cls, *pieces: str | Pause) -> ScriptStep:
@@ -187,6 +213,16 @@ class ScriptStep:
     @property
     def joined_text(self) -> str:
         return "".join(p for p in self.pieces if isinstance(p, str))
+
+
+def _slot_setters(cls: type) -> tuple[Callable[[Any, Any], None], ...]:
+    """The `__set__` of each field's slot, in the fields' order: what `object.__setattr__` does for a frozen
+    dataclass's `__init__`, without looking the attribute up each time."""
+    return tuple(cls.__dict__[f.name].__set__ for f in dataclasses.fields(cls))
+
+
+_CALL_SLOTS = _slot_setters(ScriptedToolCall)
+_STEP_SLOTS = _slot_setters(ScriptStep)
 
 
 class ScriptedProvider:
@@ -339,7 +375,7 @@ class ScriptedProvider:
             for call in step.tool_calls:
                 inputs, invalid = parse_arguments(call.arguments_text)
                 calls.append(ToolCall(id=call.id, tool=call.tool, inputs=inputs, invalid_inputs=invalid, after=after))
-        usage = None if step.usage is None else step.usage.merge(Usage(model=model))
+        usage = None if step.usage is None else _named(step.usage, model)
         message = Message(assistant=assistant, tool_calls=calls, usage=usage, extra={})
         finish = step.finish_reason or ("tool_calls" if step.tool_calls else "stop")
         return whole_response(message, finish, model, f"scripted-{self._served}", request.warnings)
@@ -357,7 +393,7 @@ class ScriptedProvider:
             events.append(ToolCallEnd(index))
             index += 1
         if step.usage is not None:
-            events.append(UsageEvent(step.usage.merge(Usage(model=step.model or request.model))))
+            events.append(UsageEvent(_named(step.usage, step.model or request.model)))
         events.append(Done(step.finish_reason or ("tool_calls" if step.tool_calls else "stop")))
         return events
 
@@ -382,6 +418,18 @@ class ScriptedProvider:
         vectors = [_vector(text, size) for text in request.inputs]
         usage = Usage(model=request.model, input_tokens=sum(_tokens(t) for t in request.inputs))
         return EmbeddingResponse(vectors, usage, model=request.model)
+
+
+def _named(usage: Usage, model: str | None) -> Usage:
+    """The step's usage naming the model that answered: `usage.merge(Usage(model=model))` without the empty report
+    merged in (its lists and mappings copied, so the answer shares nothing with the step)."""
+    return msgspec.structs.replace(
+        usage,
+        model=usage.model if model is None else model,
+        counters=dict(usage.counters),
+        cost_lines=list(usage.cost_lines),
+        extra=dict(usage.extra),
+    )
 
 
 def _tokens(text: str) -> int:
