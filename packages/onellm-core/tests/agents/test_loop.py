@@ -207,15 +207,7 @@ async def cut_in_the_middle_of_an_answer(harness: Harness, *steps: ScriptStep) -
             streaming.set()
 
     run = await harness.runtime.start_agent(harness.agent())
-
-    async def cancel_when_streaming() -> None:
-        await streaming.wait()
-        await run.cancel()
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(cancel_when_streaming)
-        with pytest.raises(RunCancelledError):
-            await run.result()
+    await cancel_once_finished(run, streaming)
     harness.runtime.hooks.remove(watch)
     return run
 

@@ -31,7 +31,7 @@ import operator
 import os
 import pickle
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
@@ -586,18 +586,16 @@ class Instance:
         for key, value in self.extra.items():
             if value is not None and key not in out and key not in _LISTS:
                 out[key] = old[key]
-        approvals = self.pending_approvals
-        if "pendingApprovals" in changed:
-            if approvals or "pendingApprovals" in self._empty_lists:
-                out["pendingApprovals"] = [entry.to_data() for entry in approvals]
-        elif "pendingApprovals" in old:
-            out["pendingApprovals"] = old["pendingApprovals"]
-        compactions = self.compactions
-        if "compactions" in changed:
-            if compactions or "compactions" in self._empty_lists:
-                out["compactions"] = [entry.to_data() for entry in compactions]
-        elif "compactions" in old:
-            out["compactions"] = old["compactions"]
+        records: tuple[tuple[str, Sequence[Any]], ...] = (
+            ("pendingApprovals", self.pending_approvals),
+            ("compactions", self.compactions),
+        )
+        for key, entries in records:
+            if key in changed:
+                if entries or key in self._empty_lists:
+                    out[key] = [entry.to_data() for entry in entries]
+            elif key in old:
+                out[key] = old[key]
         return out
 
     def _changed_keys(self, source: _Source, after: tuple[Any, ...], signature: bytes | None) -> set[str] | None:

@@ -24,7 +24,7 @@ import hashlib
 import math
 import operator
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -96,12 +96,6 @@ class ScriptedToolCall:
     tool: str
     arguments: str | dict[str, Any] = "{}"
 
-    def __init__(self, id: str, tool: str, arguments: str | dict[str, Any] = "{}") -> None:
-        # The dataclass's own `__init__`, at less cost: a frozen class sets its fields through their slots.
-        _CALL_SLOTS[0](self, id)
-        _CALL_SLOTS[1](self, tool)
-        _CALL_SLOTS[2](self, arguments)
-
     @property
     def arguments_text(self) -> str:
         if isinstance(self.arguments, str):
@@ -128,26 +122,6 @@ class ScriptStep:
     """The model the answer names; the request's model when None."""
     vectors: tuple[tuple[float, ...], ...] | None = None
     """For an embedding request: the vectors to return."""
-
-    def __init__(
-        self,
-        pieces: tuple[str | Pause, ...] = (),
-        tool_calls: tuple[ScriptedToolCall, ...] = (),
-        usage: Usage | None = None,
-        finish_reason: str | None = None,
-        error: BaseException | None = None,
-        model: str | None = None,
-        vectors: tuple[tuple[float, ...], ...] | None = None,
-    ) -> None:
-        # The dataclass's own `__init__`, at less cost (a test script makes many steps): see `ScriptedToolCall`.
-        slots = _STEP_SLOTS
-        slots[0](self, pieces)
-        slots[1](self, tool_calls)
-        slots[2](self, usage)
-        slots[3](self, finish_reason)
-        slots[4](self, error)
-        slots[5](self, model)
-        slots[6](self, vectors)
 
     @classmethod
     def text(cls, *pieces: str | Pause) -> ScriptStep:
@@ -213,16 +187,6 @@ class ScriptStep:
     @property
     def joined_text(self) -> str:
         return "".join(p for p in self.pieces if isinstance(p, str))
-
-
-def _slot_setters(cls: type) -> tuple[Callable[[Any, Any], None], ...]:
-    """The `__set__` of each field's slot, in the fields' order: what `object.__setattr__` does for a frozen
-    dataclass's `__init__`, without looking the attribute up each time."""
-    return tuple(cls.__dict__[f.name].__set__ for f in dataclasses.fields(cls))
-
-
-_CALL_SLOTS = _slot_setters(ScriptedToolCall)
-_STEP_SLOTS = _slot_setters(ScriptStep)
 
 
 class ScriptedProvider:
