@@ -169,7 +169,9 @@ def test_the_host_process_memory_stayed_bounded(host_peak_before: int) -> None:
 
 async def test_eight_hostile_runs_at_once_against_the_limiter(make_options: Callable[..., JsSandboxOptions]) -> None:
     limiter = JsRunLimiter(max_concurrent_runs=4, max_wait=30.0, reserved_for_interceptors=1, max_runs_per_caller=2)
-    box = JsSandbox(make_options(limiter=limiter, fuel=6_000_000, max_allocated_bytes=MEMORY, time_limit=TIME_LIMIT))
+    # Fuel for 0.6 s of CPU: the memory bomb needs about 0.1 s to reach its limit alone, and up to twice that when the
+    # machine's other work slows every core (fuel is CPU time, which such contention stretches too).
+    box = JsSandbox(make_options(limiter=limiter, fuel=24_000_000, max_allocated_bytes=MEMORY, time_limit=TIME_LIMIT))
     codes = [BOMBS[n][0] for n in ("loop", "array of objects", "substring search", "catastrophic backtracking")] * 2
     kinds: list[JsFailure] = []
     most = 0

@@ -15,7 +15,7 @@ from onellm.errors import BadDefinitionError
 from onellm.instances import MemoryInstanceStore
 from onellm.testing import ScriptedProvider
 
-from .conftest import say
+from .conftest import calls, say
 
 pytestmark = pytest.mark.anyio
 
@@ -181,3 +181,21 @@ async def test_a_definition_read_from_a_file_keeps_nothing(tmp_path: Path) -> No
     assert await _sent_tools(runtime, provider, path) == ["echo", "task_complete"]
     assert await _sent_tools(runtime, provider, str(path)) == ["echo", "task_complete"]
     assert runtime.tools._derived == {}
+
+
+async def test_a_hook_editing_the_offered_tools_changes_only_its_own_request() -> None:
+    runtime, provider = _runtime()
+    definition = Definition.loads(AGENT, file="kept.yaml")
+    seen: list[list[str]] = []
+
+    @runtime.hooks.before_inference
+    def drop_echo(ctx: onellm.agents.BeforeInference) -> None:
+        seen.append([t.name for t in ctx.request.tools])
+        ctx.request.tools[:] = [t for t in ctx.request.tools if t.name != "echo"]
+
+    provider.enqueue(calls(("c1", "echo", {"text": "hi"})), say("ok"))
+    await runtime.run_agent(definition)
+    assert await _sent_tools(runtime, provider, definition) == ["task_complete"]
+    # every turn and the second run were offered the definition's tools before the hook took one away
+    assert seen == [["echo", "task_complete"]] * 3
+    assert [[t.name for t in r.tools] for r in provider.requests] == [["task_complete"]] * 3

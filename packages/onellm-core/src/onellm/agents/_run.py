@@ -1371,6 +1371,10 @@ class AgentRun(Generic[T]):
             if hooks is not None and hooks.before_inference:
                 from onellm.agents._hooks import BeforeInference, Block, Respond
 
+                if call.request.tools:
+                    # The hook may edit the list in place: the request gets its own, so the setup's (kept for the
+                    # next turns and runs of the definition) stays as built.
+                    call.request.tools = list(call.request.tools)
                 ctx = BeforeInference(inst, call.request, self._turns)
                 decision = await hooks.intercept(
                     "beforeInference",

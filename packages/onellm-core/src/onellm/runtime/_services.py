@@ -22,9 +22,10 @@ finally:
 
 Spend is held through `services.spend` (`reserve` before a call is sent, then the reservation's `commit(actual)` or
 `release()` on every path), records go through `record` (a failing sink never fails a run), and `save` moves a turn's
-inline assets to the store's asset store and saves shielded from cancellation. The agent loop adds three: the host's
-`hooks` (None when none were ever registered, so a run without hooks builds nothing for them), the `hook_source` that
-loads a definition's hook files, and `agent_retry` for model calls the provider calls transient.
+inline assets to the store's asset store and saves where no cancellation cuts it short (shielded, unless the store's
+save never waits). The agent loop adds three: the host's `hooks` (None when none were ever registered, so a run
+without hooks builds nothing for them), the `hook_source` that loads a definition's hook files, and `agent_retry` for
+model calls the provider calls transient.
 """
 
 from __future__ import annotations
