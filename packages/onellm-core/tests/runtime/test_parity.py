@@ -136,7 +136,12 @@ def test_an_interrupt_reaches_the_caller_and_the_loop_survives() -> None:
         finally:
             cleaned.append("cleanup ran")
 
-    with pytest.raises(KeyboardInterrupt):
-        drive(long_call(), "ask")
+    # Python's own Ctrl-C handler, also when the tests were started with SIGINT ignored (a background job of a shell)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            drive(long_call(), "ask")
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert cleaned == ["cleanup ran"]
     assert drive(fine(), "ask") == "ok"
