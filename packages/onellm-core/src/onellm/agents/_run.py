@@ -512,6 +512,9 @@ class AgentRun(Generic[T]):
             try:
                 if not self._fresh:
                     await self._reload()
+                    # The file may have changed since this handle read it: a decision is not written into an instance
+                    # no run could have left.
+                    check_instance(self._instance, self._where)
             except BaseException:
                 if own_lease:
                     await self._release()
