@@ -937,7 +937,7 @@ class AgentRun(Generic[T]):
                 strict=self._options.strict,
                 output=self._options.output,
                 max_iterations=self._options.max_iterations,
-                only_tools=only if isinstance(only, list) else None,
+                only_tools=only if isinstance(only, list) and all(isinstance(n, str) for n in only) else None,
             )
             self._warnings.extend(self._setup.warnings)
         setup = self._setup

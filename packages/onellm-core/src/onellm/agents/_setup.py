@@ -91,6 +91,17 @@ def recorded_grants(instance: Instance, runtime: Capabilities, *, where: str) ->
             file=where,
             path=exc.path or "capabilities",
         ) from None
+    only = data.get("tools") if isinstance(data, Mapping) else None
+    if only is not None and (not isinstance(only, list) or not all(isinstance(n, str) for n in only)):
+        if not instance.capabilities_recorded:
+            return runtime
+        # A tool limit that cannot be read limits nothing: it would widen the run, so the run gets no grants.
+        raise GrantsMissingError(
+            f"instance {instance.id} recorded its grants but its tool limit is not a list of tool names; it gets no "
+            "grants and is not run",
+            file=where,
+            path="capabilities.tools",
+        )
     shell = saved.shell_grant
     if shell.loop_approval and runtime.shell_grant.approvers and not runtime.shell_grant.loop_approval:
         # "approval" was saved without its approver: a runtime with approvers of its own asks them.
