@@ -925,7 +925,7 @@ class AgentRun(Generic[T]):
             definition = self._definition
             if definition is None:
                 definition = self._definition = inst.definition(strict=False)
-                self._folder = _folder_of(inst.agent_definition)
+                self._folder = _folder_of(inst.agent_definition, caps)
             saved = inst.capabilities if isinstance(inst.capabilities, Mapping) else None
             only = saved.get("tools") if saved is not None else None
             self._setup = AgentSetup.build(
@@ -2599,18 +2599,22 @@ def _where(services: RuntimeServices, instance: Instance) -> str:
     return f"instance {instance.id}"
 
 
-def _folder_of(agent_definition: str | None) -> Path | None:
+def _folder_of(agent_definition: str | None, caps: Capabilities) -> Path | None:
+    """The folder a saved instance's templates embed files from: its definition's, when the run's grants may read it.
+    The path is the file's word, and anyone who can edit the file could name any folder with it."""
     if not agent_definition:
         return None
     path = Path(agent_definition)
     try:
         if path.is_dir():
-            return path.resolve()
-        if path.exists():
-            return path.resolve().parent
+            folder = path.resolve()
+        elif path.exists():
+            folder = path.resolve().parent
+        else:
+            return None
     except OSError:
         return None
-    return None
+    return folder if caps.is_readable(folder) else None
 
 
 def _injected(call: ToolCall) -> ToolCall:
