@@ -1,0 +1,415 @@
+"""Instance files edited by hand or left damaged by a crash, picked up again by a new `Runtime` over the same file store.
+
+Each case starts from a real saved instance, changes its text the way a person or a kill would, and goes on through
+the runtime: the outcome is a typed error naming the instance (and the file, line and column where there is one) or
+the recovery `spec/instances.md` describes; a failed attempt leaves the file's bytes as they were, and a held tool
+never runs twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import onellm
+from onellm import StopReason
+from onellm.agents import GrantsMissingError
+from onellm.agents._state import INTERRUPTED
+from onellm.errors import AgentStateError, BadDefinitionError, InstanceNotFoundError, OnellmError, StorageError
+from onellm.instances import FileInstanceStore
+from onellm.messages import TextPart
+from onellm.records import Record
+from onellm.testing import ScriptedProvider
+
+from .conftest import Harness, calls, done, make_runtime, say
+
+pytestmark = pytest.mark.anyio
+
+TOOLS = "[deploy, echo, task_complete]"
+
+
+def _path(h: Harness, instance_id: str) -> Path:
+    return h.folder / "instances" / f"{instance_id}.yaml"
+
+
+def _again(h: Harness) -> tuple[onellm.Runtime, ScriptedProvider]:
+    """A second runtime over the same store, as a new process would make; its tools note what they ran in `h.ran`."""
+    records: list[Record] = []
+    return make_runtime(h.folder, FileInstanceStore(h.folder / "instances", durable=False), h.ran, records)
+
+
+def _edit(path: Path, old: str, new: str, count: int = 1) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert text.count(old) >= count, f"{old!r} not in\n{text}"
+    path.write_text(text.replace(old, new, count), encoding="utf-8")
+
+
+async def _held(h: Harness, *, two: bool = True) -> str:
+    """An instance waiting for approval of `d` (and `d2`), its `echo` call `e` answered; nothing ran but echo."""
+    held = [("d", "deploy", {"target": "prod"})]
+    if two:
+        held.append(("d2", "deploy", {"target": "stage"}))
+    h.script(calls(*held, ("e", "echo", {"text": "x"})))
+    result = await h.runtime.run_agent(h.agent(tools=TOOLS))
+    assert result.stop_reason is StopReason.WAITING_FOR_APPROVAL
+    assert h.ran == [("echo", {"text": "x"})]
+    h.ran.clear()
+    assert result.instance.id is not None
+    return result.instance.id
+
+
+async def _refused(
+    path: Path, attempt: Callable[[], Awaitable[Any]], kind: type[OnellmError] = BadDefinitionError
+) -> Any:
+    """The attempt fails with `kind`, naming the instance, and leaves the file's bytes as they were."""
+    before = _bytes(path)
+    with pytest.raises(kind) as caught:
+        await attempt()
+    assert path.stem in str(caught.value)
+    assert _bytes(path) == before
+    return caught.value
+
+
+def _bytes(path: Path) -> bytes:
+    return path.read_bytes()
+
+
+def _deploys(h: Harness) -> list[str]:
+    return [args["target"] for tool, args in h.ran if tool == "deploy"]
+
+
+# ------------------------------------------------------------------------------------ held calls edited by hand
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "key"),
+    [
+        # an entry for a call no message holds
+        ("- toolCallId: d2\n", "- toolCallId: ghost\n", "pendingApprovals[1].toolCallId"),
+        # two entries for one call
+        ("- toolCallId: d2\n", "- toolCallId: d\n", "pendingApprovals[1]"),
+        # a held call that already has a result
+        ("- toolCallId: d2\n", "- toolCallId: e\n", "pendingApprovals[1].toolCallId"),
+        # two calls with one id in the message
+        ("  - id: d2\n", "  - id: d\n", "messages[0].toolCalls[1].id"),
+        # a decision nobody can make
+        ("  tool: deploy\n", "  decision: maybe\n  tool: deploy\n", "pendingApprovals[0].decision"),
+    ],
+)
+async def test_impossible_held_calls_are_refused_by_every_way_in(
+    file_harness: Harness, old: str, new: str, key: str
+) -> None:
+    h = file_harness
+    instance_id = await _held(h)
+    path = _path(h, instance_id)
+    _edit(path, old, new)
+    runtime, provider = _again(h)
+    provider.enqueue(done())
+    error = await _refused(path, lambda: runtime.get_agent(instance_id))
+    assert error.path == key
+    assert error.file == str(path)
+    await _refused(path, lambda: runtime.approve(instance_id))
+    await _refused(path, lambda: runtime.deny(instance_id, reason="no"))
+    assert _deploys(h) == []
+    assert provider.served == 0
+
+
+async def test_approving_twice_from_two_runtimes_runs_the_held_call_once(file_harness: Harness) -> None:
+    h = file_harness
+    instance_id = await _held(h, two=False)
+    first, p1 = _again(h)
+    p1.enqueue(done("shipped"))
+    run = await first.approve(instance_id, "d")
+    assert (await run.result()).stop_reason is StopReason.COMPLETED
+    assert _deploys(h) == ["prod"]
+    second, p2 = _again(h)
+    p2.enqueue(done("again"))
+    path = _path(h, instance_id)
+    await _refused(path, lambda: second.approve(instance_id, "d"), AgentStateError)
+    assert _deploys(h) == ["prod"]
+
+
+async def test_an_approval_written_on_a_stale_handle_is_checked_against_the_file(file_harness: Harness) -> None:
+    """A handle got before the file was damaged reads the file again to decide: it refuses the damage, writes nothing."""
+    h = file_harness
+    instance_id = await _held(h)
+    runtime, _ = _again(h)
+    run = await runtime.get_agent(instance_id)
+    path = _path(h, instance_id)
+    _edit(path, "- toolCallId: d2\n", "- toolCallId: d\n")
+    await _refused(path, lambda: run.approve("d"))
+    assert _deploys(h) == []
+
+
+async def test_waiting_for_approval_with_no_entries_answers_the_held_calls_and_runs_none(file_harness: Harness) -> None:
+    h = file_harness
+    instance_id = await _held(h)
+    path = _path(h, instance_id)
+    text = path.read_text()
+    start = text.index("pendingApprovals:\n")
+    path.write_text(text[:start] + text[text.index("messages:\n") :])
+    runtime, provider = _again(h)
+    run = await runtime.get_agent(instance_id)
+    with pytest.raises(AgentStateError):
+        await run.approve()
+    provider.enqueue(done("gave up"))
+    await run.message("Go on.")
+    result = await run.result()
+    assert result.stop_reason is StopReason.COMPLETED
+    assert _deploys(h) == []
+    first = result.instance.messages[0].tool_calls
+    assert [c.result for c in first[:2]] == [[TextPart(INTERRUPTED)], [TextPart(INTERRUPTED)]]
+    assert first[2].result == [TextPart("echo: x")]
+
+
+@pytest.mark.parametrize("state", ["stopped", "waiting", "error", "hibernating", "running"])
+async def test_held_calls_under_a_state_that_says_otherwise_still_run_once_approved(
+    file_harness: Harness, state: str
+) -> None:
+    h = file_harness
+    instance_id = await _held(h, two=False)
+    path = _path(h, instance_id)
+    _edit(path, "state: waiting_for_approval\n", f"state: {state}\n")
+    runtime, provider = _again(h)
+    provider.enqueue(done("shipped"))
+    run = await runtime.get_agent(instance_id)
+    await run.approve("d")
+    result = await run.result()
+    assert result.stop_reason is StopReason.COMPLETED
+    assert _deploys(h) == ["prod"]
+    assert result.instance.pending_approvals == []
+    # and once more: nothing is held any more
+    again, _ = _again(h)
+    with pytest.raises(AgentStateError):
+        await again.approve(instance_id)
+    assert _deploys(h) == ["prod"]
+
+
+async def test_a_started_approved_call_is_answered_not_run_again(file_harness: Harness) -> None:
+    h = file_harness
+    instance_id = await _held(h, two=False)
+    path = _path(h, instance_id)
+    _edit(path, "  tool: deploy\n", '  tool: deploy\n  decision: approved\n  startedAt: "2026-01-01T00:00:00Z"\n')
+    runtime, provider = _again(h)
+    provider.enqueue(done("checked"))
+    run = await runtime.get_agent(instance_id)
+    result = await run.result()
+    assert _deploys(h) == []
+    assert result.stop_reason is StopReason.COMPLETED
+    call = result.instance.messages[0].tool_calls[0]
+    assert call.is_error
+    assert call.result is not None
+    assert "approved and started" in str(call.result[0])
+
+
+# ------------------------------------------------------------------------------------------- fork and duplicate
+
+
+async def test_fork_through_a_message_that_is_not_there_leaves_the_store_alone(file_harness: Harness) -> None:
+    h = file_harness
+    instance_id = await _held(h)
+    runtime, _ = _again(h)
+    before = sorted(p.name for p in (h.folder / "instances").iterdir())
+    await _refused(_path(h, instance_id), lambda: runtime.fork(instance_id, through="nope"), InstanceNotFoundError)
+    assert sorted(p.name for p in (h.folder / "instances").iterdir()) == before
+
+
+async def test_a_fork_of_a_held_call_answers_it_in_the_fork_and_the_source_still_runs_it_once(
+    file_harness: Harness,
+) -> None:
+    h = file_harness
+    instance_id = await _held(h, two=False)
+    runtime, provider = _again(h)
+    copy = await runtime.duplicate(instance_id)
+    assert copy.id is not None
+    provider.enqueue(done("skipped"))
+    run = await runtime.get_agent(copy.id)
+    await run.approve() if copy.pending_approvals else None
+    await run.message("Go on without it.")
+    await run.result()
+    assert _deploys(h) == []
+    provider.enqueue(done("shipped"))
+    source = await runtime.approve(instance_id)
+    await source.result()
+    assert _deploys(h) == ["prod"]
+
+
+# ------------------------------------------------------------------------------------------- damaged files
+
+
+def _truncated(text: str) -> str:
+    # a kill during a write that was not atomic: cut in the middle of a line of the messages
+    cut = text.index("    target: stage") + 7
+    return text[:cut]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "truncated",
+        "empty",
+        "binary",
+        "bomb",
+        "deep",
+        "messages_not_a_list",
+        "duplicate_key",
+        "other_id",
+        "tab",
+    ],
+)
+async def test_a_damaged_file_is_refused_with_its_position_and_left_as_it_is(
+    file_harness: Harness, damage: str
+) -> None:
+    h = file_harness
+    instance_id = await _held(h)
+    path = _path(h, instance_id)
+    text = path.read_text()
+    if damage == "truncated":
+        path.write_text(_truncated(text))
+    elif damage == "empty":
+        path.write_bytes(b"")
+    elif damage == "binary":
+        path.write_bytes(b"\x00\xff\xfe" + bytes(range(256)) * 4)
+    elif damage == "bomb":
+        lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+        for i in range(1, 10):
+            prev = chr(ord("a") + i - 1)
+            cur = chr(ord("a") + i)
+            lines.append(f"{cur}: &{cur} [{', '.join(['*' + prev] * 9)}]")
+        path.write_text(text.replace("messages:\n", "\n".join(lines) + "\nmessages:\n", 1))
+    elif damage == "deep":
+        path.write_text(text.replace("messages:\n", "deep: " + "[" * 5000 + "]" * 5000 + "\nmessages:\n", 1))
+    elif damage == "messages_not_a_list":
+        path.write_text(text[: text.index("messages:\n")] + "messages: everything\n")
+    elif damage == "duplicate_key":
+        _edit(path, "    result:\n", "    result:\n    - text: first\n    result:\n")
+    elif damage == "other_id":
+        _edit(path, f"instanceId: {instance_id}\n", "instanceId: someone-else\n")
+    elif damage == "tab":
+        _edit(path, "  - id: d2\n", "  - id: d2\n\t\n")
+    runtime, provider = _again(h)
+    provider.enqueue(done())
+    kinds = (BadDefinitionError, StorageError)
+    before = path.read_bytes()
+    for attempt in (
+        lambda: runtime.get_agent(instance_id),
+        lambda: runtime.approve(instance_id),
+        lambda: runtime.fork(instance_id),
+        lambda: runtime.duplicate(instance_id),
+    ):
+        with pytest.raises(kinds) as caught:
+            await attempt()
+        error = caught.value
+        assert instance_id in str(error) or str(path) in str(error), str(error)
+        if isinstance(error, BadDefinitionError) and damage not in ("empty", "other_id"):
+            assert error.line is not None, str(error)
+        assert path.read_bytes() == before
+    assert _deploys(h) == []
+    assert sorted(p.name for p in (h.folder / "instances").iterdir() if p.suffix == ".yaml") == [path.name]
+
+
+# ------------------------------------------------------------------------------------------------ grants
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("capabilities:\n", "capabilitiesX:\n"),  # missing
+        ("  shell:\n    enabled: false\n", "  shell:\n    enabled: sure\n"),  # malformed
+        ("  readRoots:\n", "  readRoots: everything\n  ignored:\n"),
+        ("capabilities:\n", "capabilities:\n  tools: deploy\n"),  # a tool limit that is not a list
+        ("capabilities:\n", "capabilities:\n  tools:\n  - 7\n"),  # nor of names
+    ],
+)
+async def test_recorded_grants_that_are_missing_or_malformed_fail_closed(
+    file_harness: Harness, old: str, new: str
+) -> None:
+    h = file_harness
+    h.script(say("waiting"))
+    result = await h.runtime.run_agent(h.agent(tools=TOOLS))
+    instance_id = result.instance.id
+    assert instance_id is not None
+    path = _path(h, instance_id)
+    _edit(path, old, new)
+    runtime, provider = _again(h)
+    provider.enqueue(calls(("x", "deploy", {"target": "prod"})), done())
+    run = await runtime.get_agent(instance_id)
+    await run.message("Deploy.")
+    before = path.read_bytes()
+    with pytest.raises(GrantsMissingError) as caught:
+        await run.result()
+    assert instance_id in str(caught.value)
+    assert path.read_bytes() == before
+    assert provider.served == 0
+    assert h.ran == []
+
+
+async def test_recorded_grants_widened_by_hand_are_intersected(file_harness: Harness, tmp_path: Path) -> None:
+    h = file_harness
+    h.script(say("waiting"))
+    result = await h.runtime.run_agent(h.agent(tools=TOOLS))
+    instance_id = result.instance.id
+    assert instance_id is not None
+    path = _path(h, instance_id)
+    _edit(path, "    enabled: false\n", "    enabled: true\n")
+    _edit(path, f"  readRoots:\n  - {h.folder}\n", f"  readRoots:\n  - /\n  - {h.folder}\n")
+    _edit(path, "    anyPublic: false\n", "    anyPublic: true\n")
+    runtime, provider = _again(h)
+    seen: list[Any] = []
+
+    @onellm.tool
+    def grants(ctx: onellm.ToolContext) -> str:
+        """Reports the grants."""
+        seen.append(ctx.capabilities)
+        return "ok"
+
+    runtime.tools.add(grants)
+    _edit(path, "  - echo\n", "  - echo\n  - grants\n")
+    provider.enqueue(calls(("g", "grants", {})), done())
+    run = await runtime.get_agent(instance_id)
+    await run.message("Check.")
+    await run.result()
+    assert len(seen) == 1
+    caps = seen[0]
+    assert not caps.shell_enabled
+    assert [str(p) for p in caps.read_roots] == [str(h.folder)]
+
+
+# ------------------------------------------------------------------------------------------- the definition path
+
+
+@pytest.mark.parametrize("where", ["inside", "missing", "outside"])
+async def test_a_definition_path_edited_to_point_elsewhere_gives_no_files_from_there(
+    file_harness: Harness, tmp_path_factory: pytest.TempPathFactory, where: str
+) -> None:
+    """Templates of a resumed instance embed files from its definition's folder only where its grants may read."""
+    h = file_harness
+    h.script(say("waiting"))
+    result = await h.runtime.run_agent(h.agent(tools=TOOLS))
+    instance_id = result.instance.id
+    assert instance_id is not None
+    path = _path(h, instance_id)
+    folder = h.folder / "defs" if where == "inside" else tmp_path_factory.mktemp("outside")
+    folder.mkdir(exist_ok=True)
+    (folder / "secret.md").write_text("the secret")
+    target = h.folder / "gone" / "agent.yaml" if where == "missing" else folder / "agent.yaml"
+    if where != "missing":
+        target.write_text("model: claude-sonnet\n")
+    _edit(path, f"agentDefinition: {h.folder / 'agent.yaml'}\n", f"agentDefinition: {target}\n")
+    _edit(path, "systemPrompt: You help.\n", 'systemPrompt: You help. {{ embed "secret.md" }}\n')
+    runtime, provider = _again(h)
+    provider.enqueue(say("fine"))
+    run = await runtime.get_agent(instance_id)
+    await run.message("Go on.")
+    if where == "inside":
+        final = await run.result()
+        assert final.instance.rendered_system_prompt == "You help. the secret"
+        return
+    with pytest.raises(OnellmError) as caught:
+        await run.result()
+    assert "secret.md" in str(caught.value)
+    assert "the secret" not in path.read_text()
+    assert provider.served == 0
