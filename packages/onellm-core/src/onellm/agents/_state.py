@@ -1,8 +1,9 @@
 """What a resumed run checks and repairs in an instance before it goes on.
 
-Checked (a `BadDefinitionError` naming the instance and the key; nothing is changed): two calls of one message with
-the same id, a pending approval for a call no message holds (or that already has a result, or listed twice), a
-decision other than `approved` or `denied`, an open `askUser` for a call that does not exist or already has a result.
+Checked (a `BadDefinitionError` naming the instance and the key; nothing is changed): two calls of one message with the
+same id, a pending approval for a call no message holds (or that already has a result, or listed twice), a decision
+other than `approved` or `denied`, a pending approval naming another tool than its call, an open `askUser` for a call
+that does not exist or already has a result.
 
 Repaired (`spec/instances.md`, "A call with no result"): a tool call with no result that waits for nothing (no pending
 approval, not the open `ask_user`) was interrupted, by a crash, a kill or a copy of the instance made before it ran. It
@@ -110,6 +111,15 @@ def check_instance(instance: Instance, where: str) -> None:
                 where,
                 f"{path}.toolCallId",
                 f"tool call {entry.tool_call_id!r} waits for approval but already has a result",
+            )
+        if entry.tool is not None and entry.tool != call.tool:
+            # A person decides on the entry's tool and the call's runs: the two must be one.
+            raise _bad(
+                instance,
+                where,
+                f"{path}.tool",
+                f"the pending approval of tool call {entry.tool_call_id!r} names tool {entry.tool!r}, but the call is "
+                f"to {call.tool!r}",
             )
     ask = instance.ask_user
     if ask is not None:
