@@ -95,6 +95,9 @@ def _deploys(h: Harness) -> list[str]:
         ("- toolCallId: d2\n", "- toolCallId: e\n", "pendingApprovals[1].toolCallId"),
         # two calls with one id in the message
         ("  - id: d2\n", "  - id: d\n", "messages[0].toolCalls[1].id"),
+        # an entry naming another tool than its call: a person would approve one tool and another would run
+        ("- toolCallId: d\n  tool: deploy\n", "- toolCallId: d\n  tool: echo\n", "pendingApprovals[0].tool"),
+        ("  - id: d\n    tool: deploy\n", "  - id: d\n    tool: echo\n", "pendingApprovals[0].tool"),
         # a decision nobody can make
         ("  tool: deploy\n", "  decision: maybe\n  tool: deploy\n", "pendingApprovals[0].decision"),
     ],
@@ -203,6 +206,51 @@ async def test_a_started_approved_call_is_answered_not_run_again(file_harness: H
     assert call.is_error
     assert call.result is not None
     assert "approved and started" in str(call.result[0])
+
+
+async def test_a_decision_written_before_a_kill_runs_the_call_once_when_picked_up(file_harness: Harness) -> None:
+    """Approved, then the process died before the run went on: the next pickup runs the call, once."""
+    h = file_harness
+    instance_id = await _held(h, two=False)
+    path = _path(h, instance_id)
+    _edit(path, "  tool: deploy\n", "  tool: deploy\n  decision: approved\n")
+    runtime, provider = _again(h)
+    await _refused(path, lambda: runtime.approve(instance_id), AgentStateError)  # decided already
+    provider.enqueue(done("shipped"))
+    run = await runtime.get_agent(instance_id)
+    result = await run.result()
+    assert result.stop_reason is StopReason.COMPLETED
+    assert _deploys(h) == ["prod"]
+    again, provider2 = _again(h)
+    run = await again.get_agent(instance_id)
+    assert (await run.result()).stop_reason is StopReason.COMPLETED
+    assert provider2.served == 0
+    assert _deploys(h) == ["prod"]
+
+
+@pytest.mark.parametrize(
+    ("inputs", "answer"),
+    [
+        ("    target: 5\n", "Argument 'target' must be a string, not 5."),
+        ("    target: prod\n    force: true\n", "Argument 'force' is not accepted (accepted: target)."),
+        ("    other: prod\n", "Argument 'other' is not accepted (accepted: target)."),
+    ],
+)
+async def test_held_inputs_edited_out_of_shape_are_checked_before_the_approved_call_runs(
+    file_harness: Harness, inputs: str, answer: str
+) -> None:
+    h = file_harness
+    instance_id = await _held(h, two=False)
+    path = _path(h, instance_id)
+    _edit(path, "  inputs:\n    target: prod\n", "  inputs:\n" + inputs)
+    runtime, provider = _again(h)
+    provider.enqueue(done("checked"))
+    run = await runtime.approve(instance_id)
+    result = await run.result()
+    assert _deploys(h) == []
+    call = result.instance.messages[0].tool_calls[0]
+    assert call.is_error
+    assert call.result == [TextPart(answer)]
 
 
 # ------------------------------------------------------------------------------------------- fork and duplicate
