@@ -405,7 +405,7 @@ class AgentRun(Generic[T]):
         if self._runtime is not None and not self._childless():
             from onellm.agents._subagents import subtree_cost
 
-            final.subtree_cost = await subtree_cost(self._runtime, self._instance, final.cost)
+            final.subtree_cost = await subtree_cost(self._runtime, self._instance, final.cost, final.warnings)
         return final
 
     def _childless(self) -> bool:

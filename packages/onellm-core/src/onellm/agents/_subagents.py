@@ -34,8 +34,9 @@ from onellm.errors import (
     BadDefinitionError,
     CapabilityDeniedError,
     InstanceNotFoundError,
+    OnellmError,
 )
-from onellm.messages import Cost, TextPart
+from onellm.messages import CallWarning, Cost, TextPart
 
 if TYPE_CHECKING:
     from onellm.agents._run import AgentRun
@@ -660,8 +661,12 @@ def _definition_file(caps: Any, uri: str, workdir: Path | None) -> Any:
 # --------------------------------------------------------------------------------------------- subtree cost
 
 
-async def subtree_cost(runtime: Any, instance: Instance, own: Cost) -> Cost:
-    """`own` (the instance's cost) with that of every instance below it (following `spawnerInstanceId`)."""
+async def subtree_cost(runtime: Any, instance: Instance, own: Cost, warnings: list[CallWarning] | None = None) -> Cost:
+    """`own` (the instance's cost) with that of every instance below it (following `spawnerInstanceId`).
+
+    With `warnings`, an instance below whose file cannot be read is left out with a warning saying so, instead of
+    raising: the run it is counted for has finished and is saved either way.
+    """
     if instance.id is None or not _started_any(instance):
         return own
     try:
@@ -677,7 +682,19 @@ async def subtree_cost(runtime: Any, instance: Instance, own: Cost) -> Cost:
     loaded: list[Instance] = []
     for child_id in sorted(below):
         live = hub.live.get(child_id) if hub is not None else None
-        child = live.instance if live is not None else await runtime.store.load(child_id)
+        try:
+            child = live.instance if live is not None else await runtime.store.load(child_id)
+        except OnellmError as exc:
+            if warnings is None:
+                raise
+            warnings.append(
+                CallWarning(
+                    kind="subtree_cost",
+                    message=f"instance {child_id}, started below {instance.id}, cannot be read, so its cost is left "
+                    f"out of the subtree cost: {exc}",
+                )
+            )
+            continue
         if child is not None:
             loaded.append(child)
     # A compaction's summarizer is counted in its instance's `compactions` cost already.
