@@ -198,8 +198,17 @@ class AgentHub:
         return await self.find(target)
 
     async def _missing(self, instance_id: str) -> bool:
+        """Whether the store holds no instance `instance_id`.
+
+        Raises:
+            BadDefinitionError, StorageError: it holds one, in a file that cannot be read (so its spawner is unknown).
+        """
         try:
             return await self.runtime.store.load(instance_id) is None
+        except ValueError:
+            return True  # not an instance id
+        except OnellmError:
+            raise  # a damaged file is not a missing one: the error names it
         except Exception:
             return True
 
