@@ -461,3 +461,107 @@ async def test_a_definition_path_edited_to_point_elsewhere_gives_no_files_from_t
     assert "secret.md" in str(caught.value)
     assert "the secret" not in path.read_text()
     assert provider.served == 0
+
+
+# ------------------------------------------------------------------------------------- a parent and its child
+
+CHILD = """\
+name: child
+model: gpt-6-luna
+references:
+  - tools: [deploy, task_complete]
+"""
+
+PARENT_TOOLS = "[deploy, run_agent_async, await_agent, query_agent, message_agent, task_complete]"
+
+
+def _with_children(runtime: onellm.Runtime, folder: Path) -> ScriptedProvider:
+    runtime.capabilities = onellm.Capabilities.files(folder).with_working_directory(folder)
+    children = ScriptedProvider("openai")
+    runtime.providers.set("openai", children)
+    return children
+
+
+@pytest.mark.parametrize("damage", ["none", "truncated", "other_id", "ghost", "deleted"])
+async def test_a_damaged_child_file_is_named_to_its_parent_and_its_held_call_never_runs_by_mistake(
+    file_harness: Harness, monkeypatch: pytest.MonkeyPatch, damage: str
+) -> None:
+    import itertools
+
+    counter = itertools.count(1)
+    monkeypatch.setattr("onellm.instances.new_instance_id", lambda: f"i{next(counter)}")
+    h = file_harness
+    children = _with_children(h.runtime, h.folder)
+    h.write("child.yaml", CHILD)
+    h.script(
+        calls(("r1", "run_agent_async", {"agentSwarmUri": "child.yaml", "prompt": "Deploy."})),
+        calls(("a1", "await_agent", {"ids": ["i2"]})),
+        say("the child waits"),
+    )
+    children.enqueue(calls(("d", "deploy", {"target": "prod"})))
+    first = await h.runtime.run_agent(h.agent(tools=PARENT_TOOLS, prompt="Split."))
+    assert first.stop_reason is StopReason.WAITING
+    child = _path(h, "i2")
+    text = child.read_text()
+    assert "state: waiting_for_approval\n" in text
+    if damage == "truncated":
+        child.write_text(text[: text.index("  - id: d\n") + 5])
+    elif damage == "other_id":
+        child.write_text(text.replace("instanceId: i2\n", "instanceId: i9\n"))
+    elif damage == "ghost":
+        child.write_text(text.replace("- toolCallId: d\n", "- toolCallId: ghost\n"))
+    elif damage == "deleted":
+        child.unlink()
+    before = child.read_bytes() if child.exists() else None
+
+    runtime, provider = _again(h)
+    kids = _with_children(runtime, h.folder)
+    provider.enqueue(
+        calls(("a2", "await_agent", {"ids": ["i2"], "timeout": 0.05})),
+        calls(("q2", "query_agent", {"agentId": "i2", "query": "deploy"})),
+        calls(("m2", "message_agent", {"agentId": "i2", "prompt": "Hurry."})),
+        done(),
+    )
+    kids.enqueue(say("waiting still"))
+    run = await runtime.get_agent("i1")
+    await run.message("How is the child?")
+    result = await run.result()  # the parent finishes whatever became of its child's file
+    assert result.stop_reason is StopReason.COMPLETED
+    answers = {c.id: c for m in result.instance.messages for c in m.tool_calls}
+    if damage == "none":
+        assert not answers["a2"].is_error
+    else:
+        for call_id in ("a2", "q2", "m2"):
+            call = answers[call_id]
+            assert call.is_error
+            assert call.result is not None
+            said = str(call.result[0])
+            if damage == "deleted":
+                assert "no agent instance 'i2'" in said
+            else:
+                assert "i2" in said
+                assert "no agent instance" not in said  # damaged is not missing
+    if damage == "truncated":
+        assert any(w.kind == "subtree_cost" and "i2" in w.message for w in result.warnings)
+    assert (child.read_bytes() if child.exists() else None) == before
+    assert _deploys(h) == []
+
+    # the child by its own id: approved once when it can be read, refused with a typed error when not
+    again, _ = _again(h)
+    kids = _with_children(again, h.folder)
+    kids.enqueue(done("deployed"))
+    if damage in ("none", "truncated", "other_id", "ghost"):
+        if damage == "none":
+            approved = await again.approve("i2")
+            await approved.result()
+            assert _deploys(h) == ["prod"]
+            with pytest.raises(AgentStateError):
+                await again.approve("i2")
+        else:
+            await _refused(
+                child, lambda: again.approve("i2"), StorageError if damage == "other_id" else BadDefinitionError
+            )
+    else:
+        with pytest.raises(InstanceNotFoundError):
+            await again.approve("i2")
+    assert _deploys(h) == (["prod"] if damage == "none" else [])
