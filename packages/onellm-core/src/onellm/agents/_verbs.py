@@ -164,6 +164,8 @@ async def fork_instance(
 ) -> Instance:
     """Copy a saved instance under a new id, up to and including the message `through` (all of it when None), and
     save the copy (see `Runtime.fork`)."""
+    from onellm.agents._state import find_call
+
     source = await services.store.load(instance_id)
     if source is None:
         raise InstanceNotFoundError(f"no instance {instance_id!r} in {services.store!r}", instance_id=instance_id)
@@ -177,8 +179,12 @@ async def fork_instance(
     copy.error = None
     copy.cancelled = None
     ask = copy.ask_user
-    if ask is not None and (ask.message_id is None or copy.message(ask.message_id) is None):
-        copy.ask_user = None
+    if ask is not None:
+        # Kept only while the copy holds the question unanswered (an edited source may name another message or call):
+        # otherwise the copy would be an instance no run could resume.
+        found = find_call(copy, ask.tool_call_id, ask.message_id) if ask.message_id is not None else None
+        if found is None or copy.messages[found[0]].tool_calls[found[1]].result is not None:
+            copy.ask_user = None
     await services.save(copy)
     return copy
 
