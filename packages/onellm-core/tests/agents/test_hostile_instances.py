@@ -565,3 +565,49 @@ async def test_a_damaged_child_file_is_named_to_its_parent_and_its_held_call_nev
         with pytest.raises(InstanceNotFoundError):
             await again.approve("i2")
     assert _deploys(h) == (["prod"] if damage == "none" else [])
+
+
+# ------------------------------------------------------------------------------------------------ ask_user
+
+
+async def _asking(h: Harness) -> tuple[str, list[str]]:
+    """An instance waiting on the answer to `ask_user` call `q`, after an answered `echo` turn."""
+    h.runtime.tools.add(*[t for t in onellm.builtin_tools() if t.name == "ask_user"])
+    h.script(calls(("e", "echo", {"text": "x"})), calls(("q", "ask_user", {"question": "Which colour?"})))
+    result = await h.runtime.run_agent(h.agent(tools="[ask_user, echo, task_complete]"))
+    assert result.stop_reason is StopReason.WAITING
+    assert result.instance.ask_user is not None
+    assert result.instance.id is not None
+    return result.instance.id, [m.id for m in result.instance.messages if m.id is not None]
+
+
+@pytest.mark.parametrize("edited", [False, True])
+async def test_a_copy_keeps_the_open_question_only_where_it_holds_it(file_harness: Harness, edited: bool) -> None:
+    h = file_harness
+    instance_id, ids = await _asking(h)
+    path = _path(h, instance_id)
+    if edited:  # the question moved by hand to a message that holds no such call
+        _edit(
+            path,
+            f"askUser:\n  toolCallId: q\n  messageId: {ids[-1]}\n",
+            f"askUser:\n  toolCallId: q\n  messageId: {ids[0]}\n",
+        )
+    runtime, provider = _again(h)
+    runtime.tools.add(*[t for t in onellm.builtin_tools() if t.name == "ask_user"])
+    if edited:
+        error = await _refused(path, lambda: runtime.get_agent(instance_id))
+        assert error.path == "askUser.toolCallId"
+    copy = await runtime.duplicate(instance_id)
+    assert copy.id is not None
+    assert (copy.ask_user is None) is edited
+    provider.enqueue(done("blue it is"))
+    run = await runtime.get_agent(copy.id)
+    await run.message("Blue.", source="user")
+    result = await run.result()
+    assert result.stop_reason is StopReason.COMPLETED
+    question = result.instance.messages[1].tool_calls[0]
+    if edited:  # no open question in the copy: the call is one without a result, and the answer a message of its own
+        assert question.result == [TextPart(INTERRUPTED)]
+        assert result.instance.messages[2].user_text == "Blue."
+    else:
+        assert question.result == [TextPart("Blue.")]
