@@ -273,9 +273,11 @@ async def test_a_fork_of_a_held_call_answers_it_in_the_fork_and_the_source_still
     runtime, provider = _again(h)
     copy = await runtime.duplicate(instance_id)
     assert copy.id is not None
+    assert copy.pending_approvals == []
     provider.enqueue(done("skipped"))
     run = await runtime.get_agent(copy.id)
-    await run.approve() if copy.pending_approvals else None
+    with pytest.raises(AgentStateError):
+        await run.approve()
     await run.message("Go on without it.")
     await run.result()
     assert _deploys(h) == []
@@ -306,6 +308,10 @@ def _truncated(text: str) -> str:
         "duplicate_key",
         "other_id",
         "tab",
+        "huge_number",
+        "python_tag",
+        "bad_utf8",
+        "duplicate_top_key",
     ],
 )
 async def test_a_damaged_file_is_refused_with_its_position_and_left_as_it_is(
@@ -338,6 +344,14 @@ async def test_a_damaged_file_is_refused_with_its_position_and_left_as_it_is(
         _edit(path, f"instanceId: {instance_id}\n", "instanceId: someone-else\n")
     elif damage == "tab":
         _edit(path, "  - id: d2\n", "  - id: d2\n\t\n")
+    elif damage == "huge_number":
+        _edit(path, "state: waiting_for_approval\n", "maxImageSize: 1" + "0" * 5000 + "\nstate: waiting_for_approval\n")
+    elif damage == "python_tag":
+        _edit(path, "  target: prod\n", "  target: !!python/object/apply:os.system [echo]\n")
+    elif damage == "bad_utf8":
+        path.write_bytes(text.encode().replace(b"target: stage", b"target: st\xff\xfege"))
+    elif damage == "duplicate_top_key":
+        _edit(path, "state: waiting_for_approval\n", "state: waiting_for_approval\nstate: stopped\n")
     runtime, provider = _again(h)
     provider.enqueue(done())
     kinds = (BadDefinitionError, StorageError)
@@ -395,7 +409,7 @@ async def test_recorded_grants_that_are_missing_or_malformed_fail_closed(
     assert h.ran == []
 
 
-async def test_recorded_grants_widened_by_hand_are_intersected(file_harness: Harness, tmp_path: Path) -> None:
+async def test_recorded_grants_widened_by_hand_are_intersected(file_harness: Harness) -> None:
     h = file_harness
     h.script(say("waiting"))
     result = await h.runtime.run_agent(h.agent(tools=TOOLS))
@@ -423,7 +437,26 @@ async def test_recorded_grants_widened_by_hand_are_intersected(file_harness: Har
     assert len(seen) == 1
     caps = seen[0]
     assert not caps.shell_enabled
+    assert not caps.network_enabled
     assert [str(p) for p in caps.read_roots] == [str(h.folder)]
+
+
+async def test_an_unreadable_tool_limit_without_the_marker_limits_nothing(file_harness: Harness) -> None:
+    """A file that never recorded its grants runs with the runtime's (spec/instances.md), tool limit or not."""
+    h = file_harness
+    h.script(say("waiting"))
+    result = await h.runtime.run_agent(h.agent(tools=TOOLS))
+    instance_id = result.instance.id
+    assert instance_id is not None
+    path = _path(h, instance_id)
+    _edit(path, "capabilitiesRecorded: true\n", "")
+    _edit(path, "capabilities:\n", "capabilities:\n  tools:\n  - 7\n")
+    runtime, provider = _again(h)
+    provider.enqueue(calls(("x", "echo", {"text": "still here"})), done())
+    run = await runtime.get_agent(instance_id)
+    await run.message("Echo.")
+    assert (await run.result()).stop_reason is StopReason.COMPLETED
+    assert h.ran == [("echo", {"text": "still here"})]
 
 
 # ------------------------------------------------------------------------------------------- the definition path
@@ -611,3 +644,40 @@ async def test_a_copy_keeps_the_open_question_only_where_it_holds_it(file_harnes
         assert result.instance.messages[2].user_text == "Blue."
     else:
         assert question.result == [TextPart("Blue.")]
+
+
+async def test_two_handles_approving_one_held_call_run_it_once(file_harness: Harness) -> None:
+    """Two runtimes over one store each pick the instance up before either decides: one decision, one run."""
+    import anyio
+
+    from onellm.errors import InstanceLockedError
+
+    h = file_harness
+    instance_id = await _held(h, two=False)
+    first, p1 = _again(h)
+    second, p2 = _again(h)
+    p1.enqueue(done("shipped"))
+    p2.enqueue(done("shipped again"))
+    one = await first.get_agent(instance_id)
+    two = await second.get_agent(instance_id)
+    await one.approve("d")
+    with pytest.raises(AgentStateError, match="does not wait for approval"):
+        await two.approve("d")
+    outcomes: list[object] = []
+
+    async def drive(run: Any) -> None:
+        try:
+            outcomes.append((await run.result()).stop_reason)
+        except InstanceLockedError as exc:
+            outcomes.append(exc)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(drive, one)
+        group.start_soon(drive, two)
+    assert _deploys(h) == ["prod"]
+    assert StopReason.COMPLETED in outcomes
+    # whichever was kept out goes on afterwards and finds nothing left to run
+    for run in (one, two):
+        await run.result()
+    assert _deploys(h) == ["prod"]
+    assert p1.served + p2.served == 1
