@@ -11,7 +11,7 @@ import anyio
 
 from onellm.agents._run import AgentRun, SyncAgentRun, _Opening, _Options
 from onellm.agents._setup import AgentSetup, grants_summary, kept_setup, load_definition
-from onellm.errors import BadDefinitionError, InstanceNotFoundError
+from onellm.errors import AgentStateError, BadDefinitionError, InstanceNotFoundError
 from onellm.messages import plain_data
 
 if TYPE_CHECKING:
@@ -185,7 +185,25 @@ async def fork_instance(
         found = find_call(copy, ask.tool_call_id, ask.message_id) if ask.message_id is not None else None
         if found is None or copy.messages[found[0]].tool_calls[found[1]].result is not None:
             copy.ask_user = None
-    await services.save(copy)
+    if new_id is None:
+        await services.save(copy)
+        return copy
+    # A chosen id may name an instance already saved: the copy must not replace it. Held under the new id's lease, so
+    # no other runner starts it between the look and the save.
+    lease = await services.lease(copy)
+    try:
+        existing = await services.store.load(new_id)
+        if existing is not None:
+            raise AgentStateError(
+                f"instance {new_id} already exists: a copy of {instance_id} takes an id no instance has",
+                instance_id=new_id,
+                state=existing.state,
+            )
+        await services.save(copy)
+    finally:
+        if lease is not None:
+            with anyio.CancelScope(shield=True):
+                await lease.release()
     return copy
 
 

@@ -605,13 +605,19 @@ class Runtime(MediaMethods):
 
         Raises:
             InstanceNotFoundError: no such instance, or no such message in it.
+            AgentStateError: `new_id` names an instance the store already holds (it is left as it is).
         """
         from onellm.agents import fork_instance
 
         return await fork_instance(self._services, instance_id, through=through, new_id=new_id)
 
     async def duplicate(self, instance_id: str, *, new_id: str | None = None) -> Instance:
-        """A saved copy of the whole conversation (a fork through the last message)."""
+        """A saved copy of the whole conversation (a fork through the last message).
+
+        Raises:
+            InstanceNotFoundError: no such instance.
+            AgentStateError: `new_id` names an instance the store already holds (it is left as it is).
+        """
         from onellm.agents import duplicate_instance
 
         return await duplicate_instance(self._services, instance_id, new_id=new_id)
