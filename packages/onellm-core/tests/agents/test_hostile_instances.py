@@ -265,6 +265,28 @@ async def test_fork_through_a_message_that_is_not_there_leaves_the_store_alone(f
     assert sorted(p.name for p in (h.folder / "instances").iterdir()) == before
 
 
+@pytest.mark.parametrize("onto", ["other", "itself"])
+async def test_a_copy_under_an_id_already_saved_replaces_nothing(file_harness: Harness, onto: str) -> None:
+    h = file_harness
+    instance_id = await _held(h)
+    h.script(say("another"))
+    other = (await h.runtime.run_agent(h.agent(tools=TOOLS))).instance.id
+    assert other is not None
+    target = other if onto == "other" else instance_id
+    runtime, _ = _again(h)
+    before = sorted(p.name for p in (h.folder / "instances").iterdir())
+    for attempt in (
+        lambda: runtime.fork(instance_id, new_id=target),
+        lambda: runtime.duplicate(instance_id, new_id=target),
+    ):
+        error = await _refused(_path(h, target), attempt, AgentStateError)
+        assert "already exists" in str(error)
+    assert sorted(p.name for p in (h.folder / "instances").iterdir()) == before
+    copy = await runtime.duplicate(instance_id, new_id="a-new-name")
+    assert copy.id == "a-new-name"
+    assert _path(h, "a-new-name").exists()
+
+
 async def test_a_fork_of_a_held_call_answers_it_in_the_fork_and_the_source_still_runs_it_once(
     file_harness: Harness,
 ) -> None:
