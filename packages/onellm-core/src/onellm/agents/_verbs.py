@@ -169,6 +169,18 @@ async def fork_instance(
     source = await services.store.load(instance_id)
     if source is None:
         raise InstanceNotFoundError(f"no instance {instance_id!r} in {services.store!r}", instance_id=instance_id)
+    if through is not None:
+        # Ids are unique in any instance a run wrote: one edited to hold an id twice leaves no telling where to cut.
+        same = [i for i, m in enumerate(source.messages) if m.id == through]
+        if len(same) > 1:
+            from onellm.agents._run import _where
+
+            raise BadDefinitionError(
+                f"instance {instance_id}: messages[{same[0]}] and messages[{same[1]}] both have the id {through!r}, "
+                "so a copy through it could end at either",
+                file=_where(services, source),
+                path=f"messages[{same[1]}].id",
+            )
     try:
         copy = source.fork(new_id, through=through)
     except LookupError:

@@ -605,6 +605,7 @@ class Runtime(MediaMethods):
 
         Raises:
             InstanceNotFoundError: no such instance, or no such message in it.
+            BadDefinitionError: two messages of the instance have the id `through`.
             AgentStateError: `new_id` names an instance the store already holds (it is left as it is).
         """
         from onellm.agents import fork_instance
