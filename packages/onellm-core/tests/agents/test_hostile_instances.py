@@ -265,6 +265,28 @@ async def test_fork_through_a_message_that_is_not_there_leaves_the_store_alone(f
     assert sorted(p.name for p in (h.folder / "instances").iterdir()) == before
 
 
+async def test_a_message_id_held_twice_is_no_place_to_cut_a_fork(file_harness: Harness) -> None:
+    h = file_harness
+    h.script(calls(("e", "echo", {"text": "one"})), say("first"), say("second"))
+    first = await h.runtime.run_agent(h.agent(tools=TOOLS))
+    assert first.instance.id is not None
+    run = await h.runtime.get_agent(first.instance.id)
+    await run.message("Again.")
+    result = await run.result()
+    ids = [m.id for m in result.instance.messages]
+    assert len(ids) == 3
+    path = _path(h, first.instance.id)
+    _edit(path, f"- id: {ids[2]}\n", f"- id: {ids[1]}\n")
+    runtime, _ = _again(h)
+    before = sorted(p.name for p in (h.folder / "instances").iterdir())
+    error = await _refused(path, lambda: runtime.fork(first.instance.id or "", through=ids[1]))
+    assert error.path == "messages[2].id"
+    assert sorted(p.name for p in (h.folder / "instances").iterdir()) == before
+    # through an id held once, and the whole of it, a copy is made as ever
+    assert [m.id for m in (await runtime.fork(first.instance.id, through=ids[0])).messages] == ids[:1]
+    assert len((await runtime.duplicate(first.instance.id)).messages) == 3
+
+
 @pytest.mark.parametrize("onto", ["other", "itself"])
 async def test_a_copy_under_an_id_already_saved_replaces_nothing(file_harness: Harness, onto: str) -> None:
     h = file_harness
