@@ -198,6 +198,7 @@ async def fork_instance(
         if found is None or copy.messages[found[0]].tool_calls[found[1]].result is not None:
             copy.ask_user = None
     if new_id is None:
+        await _copy_assets(services, source, copy)
         await services.save(copy)
         return copy
     # A chosen id may name an instance already saved: the copy must not replace it. Held under the new id's lease, so
@@ -211,12 +212,24 @@ async def fork_instance(
                 instance_id=new_id,
                 state=existing.state,
             )
+        await _copy_assets(services, source, copy)
         await services.save(copy)
     finally:
         if lease is not None:
             with anyio.CancelScope(shield=True):
                 await lease.release()
     return copy
+
+
+async def _copy_assets(services: RuntimeServices, source: Instance, copy: Instance) -> None:
+    """The copy's assets, before the copy is saved: a saved copy never refers to content its store lacks."""
+    from onellm.runtime._assets import copy_assets
+
+    store = services.store
+    if getattr(store, "volatile", False):
+        copy_assets(store, source, copy)  # held in memory: nothing to wait for
+    else:
+        await anyio.to_thread.run_sync(copy_assets, store, source, copy)
 
 
 async def duplicate_instance(services: RuntimeServices, instance_id: str, *, new_id: str | None = None) -> Instance:

@@ -86,6 +86,29 @@ def _any_stored(messages: list[Message]) -> bool:
     return False
 
 
+def copy_assets(store: Any, source: Instance, copy: Instance) -> None:
+    """Put the stored content of every asset the copy's messages refer to into the copy's own asset store (a fork
+    or duplicate refers to the same keys, and a later turn puts them back inline from its own store). Content the
+    source's store no longer holds is left out: the copy is then as the source.
+
+    Raises:
+        StorageError: the content cannot be read or written.
+    """
+    if not _any_stored(copy.messages):
+        return
+    src = _asset_store(store, source)
+    dst = _asset_store(store, copy)
+    if src is None or dst is None:
+        return
+    done: set[str] = set()
+    for message in copy.messages:
+        for part in message.user:
+            if _stored(part) and part.key not in done:
+                done.add(part.key)
+                if src.exists(part.key) and not dst.exists(part.key):
+                    dst.put(src.get(part.key), content_type=part.content_type, name=part.name)
+
+
 def inline_assets(store: Any, instance: Instance, messages: Sequence[Message]) -> list[Message]:
     """The messages to send: asset parts that refer to stored content get it back inline (copies; the instance keeps
     its references)."""
