@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 import msgspec
 
+from onellm.errors import StorageError
 from onellm.messages import AssetPart, Message
 
 if TYPE_CHECKING:
@@ -123,9 +124,29 @@ def inline_assets(store: Any, instance: Instance, messages: Sequence[Message]) -
             target = _asset_store(store, instance)
             if target is None:
                 return out
-        user = [
-            msgspec.structs.replace(p, data=target.get(p.key)) if _stored(p) and target.exists(p.key) else p
-            for p in message.user
-        ]
+        user = [_put_back(target, p, instance) if _stored(p) else p for p in message.user]
         out[i] = msgspec.structs.replace(message, user=user)
     return out
+
+
+def _put_back(target: Any, part: AssetPart, instance: Instance) -> AssetPart:
+    """The part with its stored content inline.
+
+    Raises:
+        StorageError: the instance's asset store should hold the content and does not (its file was deleted): sent
+            without it, the model would miss what the person gave it.
+    """
+    assert part.key is not None
+    try:
+        return msgspec.structs.replace(part, data=target.get(part.key))
+    except KeyError:
+        if part.storage is not None and part.storage != getattr(target, "storage", None):
+            return part  # kept in another storage: not this store's to put back
+        folder = getattr(target, "directory", None)
+        shown = str(folder / part.key) if folder is not None else part.key
+        raise StorageError(
+            f"instance {instance.id}: the content of asset {part.name or part.key!r} is gone from its asset store "
+            f"({shown}), so the conversation cannot be sent with it",
+            path=shown,
+            operation="get",
+        ) from None
