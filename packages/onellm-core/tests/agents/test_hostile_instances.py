@@ -725,3 +725,60 @@ async def test_two_handles_approving_one_held_call_run_it_once(file_harness: Har
         await run.result()
     assert _deploys(h) == ["prod"]
     assert p1.served + p2.served == 1
+
+
+# -------------------------------------------------------------------------------------------------- assets
+
+
+async def _with_image(h: Harness) -> str:
+    h.script(say("seen"))
+    result = await h.runtime.run_agent(
+        h.agent(tools=TOOLS), prompt=["Look:", onellm.Asset.from_bytes(b"PNGDATA", "image/png", "a.png")]
+    )
+    assert result.instance.id is not None
+    return result.instance.id
+
+
+def _sent_images(provider: ScriptedProvider) -> list[Any]:
+    return [p.data for m in provider.requests[-1].messages for p in m.user if isinstance(p, onellm.AssetPart)]
+
+
+@pytest.mark.parametrize("how", ["fork", "duplicate"])
+async def test_a_copy_brings_its_assets_so_its_next_turn_sends_them(file_harness: Harness, how: str) -> None:
+    h = file_harness
+    instance_id = await _with_image(h)
+    runtime, provider = _again(h)
+    copy = await (runtime.fork(instance_id) if how == "fork" else runtime.duplicate(instance_id))
+    assert copy.id is not None
+    assert [p.name for p in (h.folder / "instances" / f"{copy.id}.assets").iterdir()] == [
+        p.name for p in (h.folder / "instances" / f"{instance_id}.assets").iterdir()
+    ]
+    provider.enqueue(say("still the same picture"))
+    run = await runtime.get_agent(copy.id)
+    await run.message("And now?")
+    await run.result()
+    assert _sent_images(provider) == [b"PNGDATA"]
+
+
+@pytest.mark.parametrize("damage", ["asset_deleted", "folder_deleted"])
+async def test_an_asset_gone_from_the_store_is_named_not_sent_empty(file_harness: Harness, damage: str) -> None:
+    import shutil
+
+    h = file_harness
+    instance_id = await _with_image(h)
+    folder = h.folder / "instances" / f"{instance_id}.assets"
+    if damage == "asset_deleted":
+        for item in folder.iterdir():
+            item.unlink()
+    else:
+        shutil.rmtree(folder)
+    runtime, provider = _again(h)
+    provider.enqueue(say("what picture?"))
+    run = await runtime.get_agent(instance_id)
+    await run.message("And now?")
+    with pytest.raises(StorageError) as caught:
+        await run.result()
+    assert instance_id in str(caught.value)
+    assert "a.png" in str(caught.value)
+    assert caught.value.operation == "get"
+    assert provider.served == 0
