@@ -356,6 +356,8 @@ def _truncated(text: str) -> str:
         "python_tag",
         "bad_utf8",
         "duplicate_top_key",
+        "bomb_in_a_message",
+        "deep_in_a_message",
     ],
 )
 async def test_a_damaged_file_is_refused_with_its_position_and_left_as_it_is(
@@ -394,6 +396,14 @@ async def test_a_damaged_file_is_refused_with_its_position_and_left_as_it_is(
         _edit(path, "  target: prod\n", "  target: !!python/object/apply:os.system [echo]\n")
     elif damage == "bad_utf8":
         path.write_bytes(text.encode().replace(b"target: stage", b"target: st\xff\xfege"))
+    elif damage in ("bomb_in_a_message", "deep_in_a_message"):
+        if damage == "bomb_in_a_message":
+            lines = ["  a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+            lines += [f"  a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
+            value = "\n".join(lines)
+        else:
+            value = "  deep: " + "[" * 5000 + "]" * 5000
+        _edit(path, "  dateTime:", value + "\n  dateTime:")
     elif damage == "duplicate_top_key":
         _edit(path, "state: waiting_for_approval\n", "state: waiting_for_approval\nstate: stopped\n")
     runtime, provider = _again(h)
