@@ -223,7 +223,17 @@ class AgentSetup:
             settings["tools"] = tool_defs
         limit = max_iterations if max_iterations is not None else definition.max_iterations
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-            raise ValueError(f"max_iterations must be a whole number of 1 or more, not {limit!r}")
+            if max_iterations is not None:
+                raise ValueError(f"max_iterations must be a whole number of 1 or more, not {limit!r}")
+            # The file's own value (read leniently, with a warning): a definition or instance file to fix.
+            at = definition.position(("maxIterations",)) if getattr(definition, "_doc", None) is not None else None
+            raise BadDefinitionError(
+                f"maxIterations must be a whole number of 1 or more, not {limit!r}",
+                file=file,
+                line=at[0] if at else None,
+                column=at[1] if at else None,
+                path="maxIterations",
+            )
         return cls(
             definition=definition,
             folder=folder,
