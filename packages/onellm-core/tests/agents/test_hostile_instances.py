@@ -792,3 +792,24 @@ async def test_an_asset_gone_from_the_store_is_named_not_sent_empty(file_harness
     assert "a.png" in str(caught.value)
     assert caught.value.operation == "get"
     assert provider.served == 0
+
+
+# ---------------------------------------------------------------------------------------- definition keys
+
+
+async def test_a_max_iterations_below_one_is_a_typed_error_naming_the_key(file_harness: Harness) -> None:
+    h = file_harness
+    with pytest.raises(BadDefinitionError) as caught:
+        await h.runtime.start_agent(h.agent(tools=TOOLS, extra="maxIterations: 0\n"))
+    assert (caught.value.path, caught.value.line) == ("maxIterations", 9)
+    instance_id = await _held(h, two=False)
+    path = _path(h, instance_id)
+    _edit(path, "requestedModel:", "maxIterations: -5\nrequestedModel:")
+    runtime, provider = _again(h)
+    provider.enqueue(done())
+    run = await runtime.approve(instance_id)
+    with pytest.raises(BadDefinitionError, match="maxIterations must be a whole number") as caught:
+        await run.result()
+    assert caught.value.path == "maxIterations"
+    assert caught.value.file == str(path)
+    assert _deploys(h) == []
