@@ -317,6 +317,9 @@ class AgentRun(Generic[T]):
         self._pending_records: list[tuple[str, Any]] = []
         self._saving = False
         self._save_waiter: anyio.Event | None = None
+        self._deciding_lock: anyio.Lock | None = None
+        self._deciding: anyio.Event | None = None
+        """Set while a decision on the resting handle holds a lease of its own (`_decide_one`)."""
         self._follower: AsyncIterator[AgentEvent] | None = None
         self._turn_services_made: Any = None
         """The services of the turns' model calls (`_turn_services`), made as a drive needs them."""
@@ -490,6 +493,14 @@ class AgentRun(Generic[T]):
     # ------------------------------------------------------------------------------------------------- decisions
 
     async def _decide(self, tool_call_id: str | None, decision: str, reason: str | None, by: str) -> None:
+        # One decision at a time on a handle: a second one reads the first's outcome, not the file as it was before.
+        lock = self._deciding_lock
+        if lock is None:
+            lock = self._deciding_lock = anyio.Lock()
+        async with lock:
+            await self._decide_one(tool_call_id, decision, reason, by)
+
+    async def _decide_one(self, tool_call_id: str | None, decision: str, reason: str | None, by: str) -> None:
         if self._active and not self._parked:
             follower = self._follower
             if follower is not None and not getattr(follower, "ag_running", False):
@@ -503,18 +514,18 @@ class AgentRun(Generic[T]):
             while self._active and not self._parked:
                 waiter = self._waiter = self._waiter or anyio.Event()
                 await waiter.wait()
-        own_lease = False
+        # A resting handle takes a lease of its own for the decision, not the drive's: a `result()` started meanwhile
+        # waits for it (`_drive`), then takes its own and reads the decision back.
+        own_lease: InstanceLease | None = None
+        deciding: anyio.Event | None = None
         if not self._active:
-            if self._lease is None:
-                lease = await self._services.lease(self._instance)
-                self._lease = lease
-                own_lease = True
+            deciding = self._deciding = anyio.Event()
             try:
+                own_lease = await self._services.lease(self._instance)
                 if not self._fresh:
                     await self._reload()
             except BaseException:
-                if own_lease:
-                    await self._release()
+                await self._decided_alone(own_lease, deciding)
                 raise
         try:
             inst = self._instance
@@ -551,8 +562,19 @@ class AgentRun(Generic[T]):
                     )
                 )
         finally:
-            if own_lease:
-                await self._release()
+            if deciding is not None:
+                await self._decided_alone(own_lease, deciding)
+
+    async def _decided_alone(self, lease: InstanceLease | None, deciding: anyio.Event) -> None:
+        """Give back the lease a decision on a resting handle took, and let a waiting drive go on."""
+        try:
+            if lease is not None:
+                with anyio.CancelScope(shield=True), contextlib.suppress(OSError, StorageError):
+                    await lease.release()
+        finally:
+            if self._deciding is deciding:
+                self._deciding = None
+            deciding.set()
 
     # ----------------------------------------------------------------------------------------------- the driving
 
@@ -583,6 +605,16 @@ class AgentRun(Generic[T]):
                 state=self._instance.state,
             )
         self._active = True
+        deciding = self._deciding
+        if deciding is not None:
+            # A decision on the resting handle is being written under a lease of its own: start from it.
+            try:
+                while deciding is not None:
+                    await deciding.wait()
+                    deciding = self._deciding
+            except BaseException:
+                self._active = False
+                raise
         self._following = listen
         runtime = self._runtime
         sink = getattr(runtime, "_agent_events", None) if runtime is not None else None
@@ -741,6 +773,9 @@ class AgentRun(Generic[T]):
 
     async def _drive_loop(self, *, listen: bool) -> AsyncIterator[AgentEvent]:
         """Segments while the run has work, then, at rest, wait for the children it drives (waking for messages)."""
+        if self._instance.pending_approvals and not self._fresh and not self._runnable():
+            # Held calls this handle saw undecided: another handle or process may have decided them since.
+            await self._reload()
         while True:
             if self._runnable():
                 if listen:

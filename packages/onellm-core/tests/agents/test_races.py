@@ -1,0 +1,212 @@
+"""Races on one agent instance: decisions, cancels, messages and drives from several tasks, threads, runtimes and
+processes at once. Whatever wins, nothing saved is lost, a held call runs at most once, every failure is a typed
+`OnellmError` naming the instance, and nothing hangs (each test runs under `anyio.fail_after`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+import onellm
+from onellm import StopReason
+from onellm.agents import AgentRun
+from onellm.errors import AgentStateError, InstanceLockedError, OnellmError
+from onellm.instances import FileInstanceStore
+from onellm.messages import TextPart
+from onellm.records import Record
+
+from .conftest import Harness, calls, done, make_runtime, say
+
+pytestmark = pytest.mark.anyio
+
+LIMIT = 10
+
+
+def second_runtime(h: Harness) -> tuple[onellm.Runtime, Any, list[tuple[str, dict[str, Any]]]]:
+    """Another runtime over the same instance folder (as another process would open it)."""
+    ran: list[tuple[str, dict[str, Any]]] = []
+    records: list[Record] = []
+    store = FileInstanceStore(h.folder / "instances", durable=False)
+    runtime, provider = make_runtime(h.folder, store, ran, records)
+    return runtime, provider, ran
+
+
+async def held(h: Harness) -> AgentRun[Any]:
+    """A run resting in `waiting_for_approval` on its `deploy` call `d`."""
+    h.script(calls(("d", "deploy", {"target": "prod"})))
+    run = await h.runtime.start_agent(h.agent(tools="[deploy, echo, task_complete]"))
+    assert (await run.result()).stop_reason is StopReason.WAITING_FOR_APPROVAL
+    return run
+
+
+async def outcomes(*jobs: Any) -> list[BaseException | None]:
+    """Start every job at once; what each ended with (None when it returned)."""
+    ended: list[BaseException | None] = [None] * len(jobs)
+
+    async def one(i: int) -> None:
+        try:
+            await jobs[i]()
+        except Exception as error:
+            ended[i] = error
+
+    async with anyio.create_task_group() as group:
+        for i in range(len(jobs)):
+            group.start_soon(one, i)
+    return ended
+
+
+def names(error: BaseException | None, instance_id: str | None) -> None:
+    assert isinstance(error, OnellmError), repr(error)
+    assert instance_id is not None and instance_id in str(error), str(error)
+
+
+# ------------------------------------------------------------------------------------------------- decisions
+
+
+async def test_approve_and_deny_of_one_held_call_at_once_one_wins_and_the_file_says_which(file_harness: Harness) -> None:
+    h = file_harness
+    with anyio.fail_after(LIMIT):
+        run = await held(h)
+        ended = await outcomes(lambda: run.approve("d"), lambda: run.deny("d", reason="no"))
+        won = [i for i, e in enumerate(ended) if e is None]
+        assert len(won) == 1, ended
+        lost = ended[1 - won[0]]
+        assert isinstance(lost, AgentStateError), repr(lost)
+        names(lost, run.instance_id)
+        saved = await h.runtime.store.load(run.instance_id)  # type: ignore[arg-type]
+        assert saved is not None
+        assert [e.decision for e in saved.pending_approvals] == [["approved", "denied"][won[0]]]
+        h.script(done("over"))
+        result = await run.result()
+        assert result.stop_reason is StopReason.COMPLETED
+        assert h.ran == ([("deploy", {"target": "prod"})] if won == [0] else [])
+
+
+async def test_approve_twice_at_once_on_one_handle(file_harness: Harness) -> None:
+    h = file_harness
+    with anyio.fail_after(LIMIT):
+        run = await held(h)
+        ended = await outcomes(lambda: run.approve("d"), lambda: run.approve("d"))
+        assert ended.count(None) == 1, ended
+        (lost,) = [e for e in ended if e is not None]
+        assert isinstance(lost, AgentStateError), repr(lost)
+        names(lost, run.instance_id)
+        h.script(done("over"))
+        assert (await run.result()).stop_reason is StopReason.COMPLETED
+        assert h.ran == [("deploy", {"target": "prod"})]
+
+
+async def test_approve_from_two_runtimes_at_once_then_both_drive_the_held_call_runs_once(
+    file_harness: Harness,
+) -> None:
+    h = file_harness
+    with anyio.fail_after(LIMIT):
+        run = await held(h)
+        other, other_provider, other_ran = second_runtime(h)
+        mine = await h.runtime.get_agent(run.instance_id)  # type: ignore[arg-type]
+        theirs = await other.get_agent(run.instance_id)  # type: ignore[arg-type]
+        ended = await outcomes(lambda: mine.approve("d"), lambda: theirs.approve("d"))
+        assert ended.count(None) >= 1, ended
+        for error in ended:
+            if error is not None:
+                assert isinstance(error, AgentStateError | InstanceLockedError), repr(error)
+                names(error, run.instance_id)
+        h.script(done("mine"))
+        other_provider.enqueue(done("theirs"))
+        ended = await outcomes(mine.result, theirs.result)
+        for error in ended:
+            if error is not None:
+                assert isinstance(error, InstanceLockedError), repr(error)
+                names(error, run.instance_id)
+        assert h.ran + other_ran == [("deploy", {"target": "prod"})]
+        # whichever lost goes on from the file: nothing runs again
+        for handle in (mine, theirs):
+            with_result = await handle.result()
+            assert with_result.stop_reason is StopReason.COMPLETED
+        assert h.ran + other_ran == [("deploy", {"target": "prod"})]
+
+
+async def test_a_handle_resting_on_a_held_call_sees_a_decision_made_elsewhere(file_harness: Harness) -> None:
+    h = file_harness
+    with anyio.fail_after(LIMIT):
+        run = await held(h)
+        other, _, other_ran = second_runtime(h)
+        await other.approve(run.instance_id)  # type: ignore[arg-type]
+        h.script(done("shipped"))
+        result = await run.result()
+        assert result.stop_reason is StopReason.COMPLETED
+        assert h.ran == [("deploy", {"target": "prod"})]
+        assert other_ran == []
+
+
+class GatedSaves:
+    """Holds the store's saves for which `when(instance)` is true at a gate, until `open` is set."""
+
+    def __init__(self, store: Any, when: Any) -> None:
+        self.store = store
+        self.when = when
+        self.reached = anyio.Event()
+        self.open = anyio.Event()
+        self._save = store.save
+        store.save = self.save
+
+    async def save(self, instance: Any) -> None:
+        if self.when(instance) and not self.open.is_set():
+            self.reached.set()
+            await self.open.wait()
+        await self._save(instance)
+
+
+async def test_result_started_while_a_decision_is_being_saved_runs_under_its_own_lease(file_harness: Harness) -> None:
+    h = file_harness
+    store = h.runtime.store
+    probes: list[str] = []
+
+    @onellm.tool(requires_approval=True)
+    async def guarded(target: str) -> str:
+        """Deploys, checking nobody else may run the instance meanwhile.
+
+        Args:
+            target: Where.
+        """
+        try:
+            lease = await store.acquire(instance_id)  # type: ignore[attr-defined]
+        except InstanceLockedError:
+            probes.append("leased")
+        else:
+            probes.append("free")
+            await lease.release()
+        return f"deployed to {target}"
+
+    h.runtime.tools.add(guarded)
+    with anyio.fail_after(LIMIT):
+        h.script(calls(("g", "guarded", {"target": "prod"})))
+        run = await h.runtime.start_agent(h.agent(tools="[guarded, task_complete]"))
+        assert (await run.result()).stop_reason is StopReason.WAITING_FOR_APPROVAL
+        instance_id = run.instance_id
+        gate = GatedSaves(store, lambda i: any(e.decision == "approved" for e in i.pending_approvals))
+        h.script(done("over"))
+        results: list[Any] = []
+
+        async def drive() -> None:
+            await gate.reached.wait()  # the decision is being written
+            async with anyio.create_task_group() as inner:
+                inner.start_soon(lambda: _append(results, run.result()))
+                for _ in range(5):
+                    await anyio.sleep(0)
+                gate.open.set()
+
+        ended = await outcomes(lambda: run.approve("g"), drive)
+        assert ended == [None, None], ended
+        assert results[0].stop_reason is StopReason.COMPLETED
+        assert probes == ["leased"]
+        # the lease is given back once the run rests
+        lease = await store.acquire(instance_id)  # type: ignore[attr-defined]
+        await lease.release()
+
+
+async def _append(into: list[Any], awaitable: Any) -> None:
+    into.append(await awaitable)
