@@ -210,3 +210,134 @@ async def test_result_started_while_a_decision_is_being_saved_runs_under_its_own
 
 async def _append(into: list[Any], awaitable: Any) -> None:
     into.append(await awaitable)
+
+
+# ------------------------------------------------------------------------------------------------- cancel
+
+
+def add_blocker(h: Harness) -> tuple[anyio.Event, list[str]]:
+    """Register `block`: marks that it started, then waits forever (until cancelled)."""
+    started = anyio.Event()
+    runs: list[str] = []
+
+    @onellm.tool
+    async def block(label: str) -> str:
+        """Blocks.
+
+        Args:
+            label: A name.
+        """
+        runs.append(label)
+        started.set()
+        await anyio.sleep_forever()
+        return "never"
+
+    h.runtime.tools.add(block)
+    return started, runs
+
+
+async def assert_saved_cancelled(h: Harness, run: AgentRun[Any]) -> Any:
+    saved = await h.runtime.store.load(run.instance_id)  # type: ignore[arg-type]
+    assert saved is not None
+    assert (saved.state, saved.cancelled) == ("stopped", True)
+    assert all(c.result is not None for m in saved.messages for c in m.tool_calls)
+    return saved
+
+
+async def test_cancel_twice_at_once_while_a_tool_runs(file_harness: Harness) -> None:
+    h = file_harness
+    started, runs = add_blocker(h)
+    with anyio.fail_after(LIMIT):
+        h.script(calls(("b", "block", {"label": "one"})))
+        run = await h.runtime.start_agent(h.agent(tools="[block, task_complete]"))
+        failures: list[BaseException] = []
+
+        async def drive() -> None:
+            try:
+                await run.result()
+            except OnellmError as error:
+                failures.append(error)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(drive)
+            await started.wait()
+            assert await outcomes(run.cancel, run.cancel) == [None, None]
+        (failure,) = failures
+        assert isinstance(failure, onellm.errors.RunCancelledError)
+        names(failure, run.instance_id)
+        saved = await assert_saved_cancelled(h, run)
+        assert saved.messages[-1].tool_calls[0].is_error
+        assert runs == ["one"]
+        # cancelling a run that ended leaves the file as it is
+        before = (h.folder / "instances" / f"{run.instance_id}.yaml").read_bytes()
+        await run.cancel()
+        await run.cancel()
+        assert (h.folder / "instances" / f"{run.instance_id}.yaml").read_bytes() == before
+        # and going on from it does not run the cancelled call again
+        run.resume()
+        h.script(done("after"))
+        assert (await run.result()).stop_reason is StopReason.COMPLETED
+        assert runs == ["one"]
+
+
+async def test_cancel_of_a_run_resting_on_a_held_call_leaves_it_waiting(file_harness: Harness) -> None:
+    h = file_harness
+    with anyio.fail_after(LIMIT):
+        run = await held(h)
+        await run.cancel()
+        saved = await h.runtime.store.load(run.instance_id)  # type: ignore[arg-type]
+        assert saved is not None
+        assert saved.state == "waiting_for_approval"
+        assert [e.decision for e in saved.pending_approvals] == [None]
+        await run.approve("d")
+        h.script(done("shipped"))
+        assert (await run.result()).stop_reason is StopReason.COMPLETED
+        assert h.ran == [("deploy", {"target": "prod"})]
+
+
+async def test_cancel_at_the_approval_event_of_a_followed_run_is_a_no_op_for_the_rest(file_harness: Harness) -> None:
+    h = file_harness
+    with anyio.fail_after(LIMIT):
+        h.script(calls(("d", "deploy", {"target": "prod"})), done("shipped"))
+        run = await h.runtime.start_agent(h.agent(tools="[deploy, task_complete]"))
+        async for event in run.events():
+            if isinstance(event, onellm.agents.ApprovalNeeded):
+                await run.cancel()
+                await run.approve(event.call_id)
+        result = await run.result()
+        assert result.stop_reason is StopReason.COMPLETED, result
+        assert h.ran == [("deploy", {"target": "prod"})]
+
+
+async def test_cancel_while_the_answer_is_being_saved(file_harness: Harness) -> None:
+    h = file_harness
+    with anyio.fail_after(LIMIT):
+        gate = GatedSaves(
+            h.runtime.store, lambda i: bool(i.messages and i.messages[-1].tool_calls and i.state == "running")
+        )
+        h.script(calls(("e", "echo", {"text": "one"})))
+        run = await h.runtime.start_agent(h.agent())
+        failures: list[BaseException] = []
+
+        async def drive() -> None:
+            try:
+                await run.result()
+            except OnellmError as error:
+                failures.append(error)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(drive)
+            await gate.reached.wait()
+            await run.cancel()
+            gate.open.set()
+        (failure,) = failures
+        assert isinstance(failure, onellm.errors.RunCancelledError), repr(failure)
+        names(failure, run.instance_id)
+        saved = await assert_saved_cancelled(h, run)
+        # the answer being saved is kept, its call answered as cancelled or with its result, never run twice
+        assert [c.id for c in saved.messages[-1].tool_calls] == ["e"]
+        assert h.ran in ([], [("echo", {"text": "one"})])
+        run.resume()
+        h.script(done("after"))
+        assert (await run.result()).stop_reason is StopReason.COMPLETED
+        assert len(h.ran) <= 1

@@ -480,8 +480,12 @@ class AgentRun(Generic[T]):
         and the driving `result()` raises `RunCancelledError`. A resting run is left as it is."""
         if not self._active:
             return
-        self._cancel_requested = True
         scope = self._scope or self._drive_scope
+        if scope is None and self._parked:
+            # At rest, held by its follower at an event (ApprovalNeeded): nothing is in progress, and a request kept
+            # for later would cut short the segment the follower's next decision or message starts.
+            return
+        self._cancel_requested = True
         if scope is not None:
             scope.cancel()
 
