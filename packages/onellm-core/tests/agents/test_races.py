@@ -341,3 +341,210 @@ async def test_cancel_while_the_answer_is_being_saved(file_harness: Harness) -> 
         h.script(done("after"))
         assert (await run.result()).stop_reason is StopReason.COMPLETED
         assert len(h.ran) <= 1
+
+
+# ------------------------------------------------------------------------------------------------- messages
+
+
+def user_texts(instance: Any) -> list[str]:
+    return [m.user_text for m in instance.messages if m.user]
+
+
+@pytest.mark.parametrize("ticks", range(0, 24, 3))
+async def test_a_message_racing_the_end_of_a_run_is_delivered_once_and_saved(file_harness: Harness, ticks: int) -> None:
+    h = file_harness
+    with anyio.fail_after(LIMIT):
+        h.script(say("first"), say("second"))
+        run = await h.runtime.start_agent(h.agent(prompt="Start."))
+        results: list[Any] = []
+
+        async def late() -> None:
+            for _ in range(ticks):
+                await anyio.sleep(0)
+            await run.message("late")
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(late)
+            group.start_soon(_append, results, run.result())
+        if "late" not in user_texts(run.instance):
+            results.append(await run.result())  # it came after the run rested: the next segment reads it
+        saved = await h.runtime.store.load(run.instance_id)  # type: ignore[arg-type]
+        assert saved is not None
+        assert user_texts(saved) == ["Start.", "late"]
+        # read in the first turn (sent before it began) or in a turn of its own: never lost, never twice
+        assert [m.text for m in saved.messages if m.assistant] in (["first"], ["first", "second"])
+        assert saved.state == "waiting"
+
+
+async def test_a_message_sent_as_the_run_rests_is_read_by_the_same_drive(file_harness: Harness) -> None:
+    h = file_harness
+    with anyio.fail_after(LIMIT):
+        h.script(say("first"), say("second"))
+        run = await h.runtime.start_agent(h.agent(prompt="Start."))
+        async for event in run.events():
+            if isinstance(event, onellm.agents.StateChanged) and event.state == "waiting" and len(h.records) < 10**6:
+                if "late" not in user_texts(run.instance):
+                    await run.message("late")
+        saved = await h.runtime.store.load(run.instance_id)  # type: ignore[arg-type]
+        assert saved is not None
+        assert user_texts(saved) == ["Start.", "late"]
+        assert saved.state == "waiting"
+
+
+async def test_many_messages_at_once_keep_their_order(file_harness: Harness) -> None:
+    h = file_harness
+    started, _ = add_blocker(h)
+    gate = anyio.Event()
+
+    @onellm.tool
+    async def pause() -> str:
+        """Waits for the test."""
+        started.set()
+        await gate.wait()
+        return "paused"
+
+    h.runtime.tools.add(pause)
+    with anyio.fail_after(LIMIT):
+        h.script(calls(("p", "pause", {})), say("read them"))
+        run = await h.runtime.start_agent(h.agent(tools="[pause, task_complete]", prompt="Start."))
+        sent = [f"m{i}" for i in range(40)]
+        async with anyio.create_task_group() as group:
+            group.start_soon(run.result)
+            await started.wait()
+            async with anyio.create_task_group() as senders:
+                for text in sent:
+                    senders.start_soon(run.message, text)
+            gate.set()
+        saved = await h.runtime.store.load(run.instance_id)  # type: ignore[arg-type]
+        assert saved is not None
+        assert user_texts(saved) == ["Start.", *sent]
+        # all of them reached the model in the one turn after the tool
+        assert len(h.provider.requests) == 2
+
+
+# ------------------------------------------------------------------------------------------------- several drivers
+
+
+async def test_result_from_several_tasks_one_drives_the_others_get_a_typed_error(harness: Harness) -> None:
+    h = harness
+    with anyio.fail_after(LIMIT):
+        h.script(calls(("w", "wait_then", {"seconds": 0.01, "text": "x"})), done("over"))
+        run = await h.runtime.start_agent(h.agent(tools="[wait_then, task_complete]"))
+        results: list[Any] = []
+
+        async def drive() -> None:
+            results.append(await run.result())
+
+        ended = await outcomes(drive, drive, drive)
+        assert ended.count(None) == 1, ended
+        for error in ended:
+            if error is not None:
+                assert isinstance(error, AgentStateError)
+                names(error, run.instance_id)
+        assert results[0].stop_reason is StopReason.COMPLETED
+        # once it rests, result() answers again at once
+        assert (await run.result()).text == "over"
+
+
+async def test_events_followed_by_two_consumers_the_second_gets_a_typed_error(harness: Harness) -> None:
+    h = harness
+    with anyio.fail_after(LIMIT):
+        h.script(calls(("w", "wait_then", {"seconds": 0.01, "text": "x"})), done("over"))
+        run = await h.runtime.start_agent(h.agent(tools="[wait_then, task_complete]"))
+        seen: list[list[Any]] = [[], []]
+
+        async def follow(i: int) -> None:
+            async for event in run.events():
+                seen[i].append(event)
+
+        ended = await outcomes(lambda: follow(0), lambda: follow(1))
+        assert ended.count(None) == 1, ended
+        (error,) = [e for e in ended if e is not None]
+        assert isinstance(error, AgentStateError)
+        names(error, run.instance_id)
+        winner = seen[ended.index(None)]
+        assert any(isinstance(e, onellm.agents.ToolCallEnded) for e in winner)
+        assert (await run.result()).text == "over"
+
+
+async def test_another_runtime_cannot_run_a_running_instance_and_its_message_waits(file_harness: Harness) -> None:
+    h = file_harness
+    started, _ = add_blocker(h)
+    gate = anyio.Event()
+
+    @onellm.tool
+    async def pause() -> str:
+        """Waits for the test."""
+        started.set()
+        await gate.wait()
+        return "paused"
+
+    h.runtime.tools.add(pause)
+    with anyio.fail_after(LIMIT):
+        h.script(calls(("p", "pause", {})), say("done here"))
+        run = await h.runtime.start_agent(h.agent(tools="[pause, task_complete]", prompt="Start."))
+        other, other_provider, _ = second_runtime(h)
+        other.tools.add(pause)
+        async with anyio.create_task_group() as group:
+            group.start_soon(run.result)
+            await started.wait()
+            theirs = await other.get_agent(run.instance_id)  # type: ignore[arg-type]
+            await theirs.message("from elsewhere")
+            with pytest.raises(InstanceLockedError) as locked:
+                await theirs.result()
+            names(locked.value, run.instance_id)
+            with pytest.raises((InstanceLockedError, AgentStateError)) as refused:
+                await theirs.approve()
+            names(refused.value, run.instance_id)
+            gate.set()
+        assert run.state == "waiting"
+        assert [c.result for m in run.instance.messages for c in m.tool_calls] == [[TextPart("paused")]]
+        # once the first rests, the refused runner's message is still there to deliver
+        other_provider.enqueue(say("got it"))
+        result = await theirs.result()
+        assert user_texts(result.instance) == ["Start.", "from elsewhere"]
+        saved = await h.runtime.store.load(run.instance_id)  # type: ignore[arg-type]
+        assert saved is not None
+        assert [m.text for m in saved.messages if m.assistant] == ["done here", "got it"]
+
+
+async def test_fork_and_duplicate_while_the_source_runs_a_tool_copy_whole_turns(file_harness: Harness) -> None:
+    h = file_harness
+    started, _ = add_blocker(h)
+    gate = anyio.Event()
+    ran: list[str] = []
+
+    @onellm.tool
+    async def pause() -> str:
+        """Waits for the test."""
+        ran.append("pause")
+        started.set()
+        await gate.wait()
+        return "paused"
+
+    h.runtime.tools.add(pause)
+    with anyio.fail_after(LIMIT):
+        h.script(calls(("p", "pause", {})), say("done here"))
+        run = await h.runtime.start_agent(h.agent(tools="[pause, task_complete]", prompt="Start."))
+        other, other_provider, _ = second_runtime(h)
+        other.tools.add(pause)
+        async with anyio.create_task_group() as group:
+            group.start_soon(run.result)
+            await started.wait()
+            forked = await other.fork(run.instance_id)  # type: ignore[arg-type]
+            duplicated = await other.duplicate(run.instance_id)  # type: ignore[arg-type]
+            gate.set()
+        assert run.state == "waiting"
+        for copy in (forked, duplicated):
+            assert copy.id != run.instance_id
+            assert copy.state == "stopped"
+            loaded = await other.store.load(copy.id)  # type: ignore[arg-type]
+            assert loaded is not None
+            assert [m.id for m in loaded.messages] == [m.id for m in run.instance.messages[: len(loaded.messages)]]
+            # the copy goes on from there without running the source's call in flight
+            other_provider.enqueue(say("copy on"))
+            copy_run = await other.get_agent(copy.id)  # type: ignore[arg-type]
+            copy_run.resume()
+            result = await copy_run.result()
+            assert all(c.result is not None for m in result.instance.messages for c in m.tool_calls)
+        assert ran == ["pause"]
