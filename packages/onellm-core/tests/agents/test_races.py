@@ -4,6 +4,12 @@ processes at once. Whatever wins, nothing saved is lost, a held call runs at mos
 
 from __future__ import annotations
 
+import functools
+import subprocess
+import sys
+import textwrap
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -548,3 +554,199 @@ async def test_fork_and_duplicate_while_the_source_runs_a_tool_copy_whole_turns(
             result = await copy_run.result()
             assert all(c.result is not None for m in result.instance.messages for c in m.tool_calls)
         assert ran == ["pause"]
+
+
+# ------------------------------------------------------------------------------------------------- threads
+
+
+def in_threads(*jobs: Any) -> list[BaseException | None]:
+    """Run every job in a thread of its own, released together; what each ended with (None when it returned)."""
+    barrier = threading.Barrier(len(jobs))
+    ended: list[BaseException | None] = [None] * len(jobs)
+
+    def one(i: int) -> None:
+        barrier.wait(LIMIT)
+        try:
+            jobs[i]()
+        except Exception as error:
+            ended[i] = error
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(jobs))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(LIMIT)
+        assert not thread.is_alive(), "a blocking call hung"
+    return ended
+
+
+def test_blocking_approve_and_deny_from_two_threads_one_wins(tmp_path: Path) -> None:
+    ran: list[tuple[str, dict[str, Any]]] = []
+    runtime, provider = make_runtime(tmp_path, FileInstanceStore(tmp_path / "instances", durable=False), ran, [])
+    path = tmp_path / "agent.yaml"
+    path.write_text(
+        "model: claude-sonnet\nreferences:\n  - tools: [deploy, task_complete]\n"
+        "initialPrompts:\n  - user:\n      - text: go\n"
+    )
+    provider.enqueue(calls(("d", "deploy", {"target": "prod"})))
+    run = runtime.start_agent_sync(path)
+    assert run.result().stop_reason is StopReason.WAITING_FOR_APPROVAL
+    ended = in_threads(lambda: run.approve("d"), lambda: run.deny("d", reason="no"))
+    assert ended.count(None) == 1, ended
+    (lost,) = [e for e in ended if e is not None]
+    assert isinstance(lost, AgentStateError), repr(lost)
+    names(lost, run.instance_id)
+    provider.enqueue(done("over"))
+    assert run.result().stop_reason is StopReason.COMPLETED
+    assert ran == ([("deploy", {"target": "prod"})] if ended[0] is None else [])
+    # a second handle on the same instance agrees with the file
+    picked = runtime.get_agent_sync(run.instance_id)  # type: ignore[arg-type]
+    assert picked.state == "stopped"
+    assert picked.pending_approvals == []
+
+
+def test_blocking_messages_and_cancels_from_many_threads_while_one_blocks_in_result(tmp_path: Path) -> None:
+    runtime, provider = make_runtime(tmp_path, FileInstanceStore(tmp_path / "instances", durable=False), [], [])
+    started = threading.Event()
+    release = threading.Event()
+
+    @onellm.tool
+    def pause() -> str:
+        """Waits for the test (in a worker thread)."""
+        started.set()
+        release.wait(LIMIT)
+        return "paused"
+
+    runtime.tools.add(pause)
+    path = tmp_path / "agent.yaml"
+    path.write_text(
+        "model: claude-sonnet\nreferences:\n  - tools: [pause, task_complete]\n"
+        "initialPrompts:\n  - user:\n      - text: go\n"
+    )
+    provider.enqueue(calls(("p", "pause", {})), say("read them"))
+    run = runtime.start_agent_sync(path)
+    outcome: list[Any] = []
+
+    def blocking() -> None:
+        try:
+            outcome.append(run.result())
+        except Exception as error:
+            outcome.append(error)
+
+    driver = threading.Thread(target=blocking)
+    driver.start()
+    assert started.wait(LIMIT)
+    sent = [f"m{i}" for i in range(12)]
+    ended = in_threads(*(functools.partial(run.message, text) for text in sent))
+    assert ended == [None] * len(sent)
+    release.set()
+    driver.join(LIMIT)
+    assert not driver.is_alive()
+    (result,) = outcome
+    assert not isinstance(result, BaseException), repr(result)
+    assert sorted(user_texts(result.instance)[1:]) == sorted(sent)
+    assert len(provider.requests) == 2
+    # cancels from several threads at a resting run do nothing
+    assert in_threads(run.cancel, run.cancel, run.cancel) == [None, None, None]
+    picked = runtime.get_agent_sync(run.instance_id)  # type: ignore[arg-type]
+    assert (picked.state, picked.instance.cancelled) == ("waiting", None)
+
+
+# ------------------------------------------------------------------------------------------------- processes
+
+PROCESS = textwrap.dedent(
+    """
+    import os, sys, time
+    import anyio
+    import onellm
+    from onellm.errors import InstanceLockedError, OnellmError
+    from onellm.instances import FileInstanceStore
+    from onellm.testing import ScriptedProvider, ScriptedToolCall, ScriptStep
+
+    folder, mode = sys.argv[1], sys.argv[2]
+
+    @onellm.tool(requires_approval=True)
+    def deploy(target: str) -> str:
+        '''Deploys.
+
+        Args:
+            target: Where.
+        '''
+        with open(os.path.join(folder, "effects.txt"), "a", encoding="utf-8") as f:
+            f.write(f"deploy {target} {os.getpid()}\\n")
+        time.sleep(0.2)  # long enough for the other process to try meanwhile
+        return "deployed to " + target
+
+    def step(i, tool, args):
+        return ScriptStep(tool_calls=(ScriptedToolCall(i, tool, args),))
+
+    async def main():
+        runtime = onellm.Runtime(
+            store=FileInstanceStore(os.path.join(folder, "instances"), durable=False),
+            capabilities=onellm.Capabilities.files(folder),
+            environ={},
+        )
+        provider = ScriptedProvider("anthropic")
+        runtime.providers.set("anthropic", provider)
+        runtime.tools.add(deploy)
+        if mode == "hold":
+            provider.enqueue(step("d1", "deploy", {"target": "prod"}))
+            result = await runtime.run_agent(os.path.join(folder, "agent.yaml"))
+            print(result.instance.id, flush=True)
+            return
+        provider.enqueue(step("t" + str(os.getpid()), "task_complete", {"result": "shipped", "summary": "ok"}))
+        go = os.path.join(folder, "go")
+        while not os.path.exists(go):
+            time.sleep(0.005)
+        run = await runtime.get_agent(sys.argv[3])
+        try:
+            await run.approve("d1")
+            print("approved", flush=True)
+        except OnellmError as error:
+            assert sys.argv[3] in str(error), error
+            print("refused", type(error).__name__, flush=True)
+        for _ in range(400):
+            try:
+                result = await run.result()
+            except InstanceLockedError as error:
+                assert sys.argv[3] in str(error), error
+                await anyio.sleep(0.01)
+                continue
+            print(result.stop_reason.value, flush=True)
+            return
+        print("never got the lease", flush=True)
+
+    anyio.run(main)
+    """
+)
+
+
+@pytest.mark.slow
+def test_two_processes_approve_and_run_one_held_call_at_once_it_runs_once(tmp_path: Path) -> None:
+    (tmp_path / "racer.py").write_text(PROCESS, encoding="utf-8")
+    (tmp_path / "agent.yaml").write_text(
+        "model: claude-sonnet\nreferences:\n  - tools: [deploy, task_complete]\n"
+        "initialPrompts:\n  - user:\n      - text: Do it.\n",
+        encoding="utf-8",
+    )
+    command = [sys.executable, str(tmp_path / "racer.py"), str(tmp_path)]
+    held_run = subprocess.run([*command, "hold"], capture_output=True, text=True, timeout=60)
+    assert held_run.returncode == 0, held_run.stderr
+    instance_id = held_run.stdout.strip()
+    racers = [
+        subprocess.Popen([*command, "race", instance_id], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
+    time.sleep(0.3)  # let them start up and wait at the line
+    (tmp_path / "go").write_text("", encoding="utf-8")
+    outputs = []
+    for racer in racers:
+        out, err = racer.communicate(timeout=60)
+        assert racer.returncode == 0, err
+        outputs.append(out.split("\n"))
+    decisions = [lines[0] for lines in outputs]
+    assert decisions.count("approved") >= 1, outputs
+    # a loser is told the call is decided already, or that the winner holds the instance
+    assert all(d in ("approved", "refused AgentStateError", "refused InstanceLockedError") for d in decisions), outputs
+    assert all(lines[1] == "completed" for lines in outputs), outputs
+    assert len((tmp_path / "effects.txt").read_text().splitlines()) == 1
