@@ -750,3 +750,137 @@ def test_two_processes_approve_and_run_one_held_call_at_once_it_runs_once(tmp_pa
     assert all(d in ("approved", "refused AgentStateError", "refused InstanceLockedError") for d in decisions), outputs
     assert all(lines[1] == "completed" for lines in outputs), outputs
     assert len((tmp_path / "effects.txt").read_text().splitlines()) == 1
+
+
+# ------------------------------------------------------------------------------------------------- a follower leaving
+
+PAUSES = ["TurnStarted", "CostIncurred", "TurnEnded", "ToolCallStarted", "ToolCallEnded"]
+
+
+@pytest.mark.parametrize("store", ["harness", "file_harness"])
+@pytest.mark.parametrize("tool", ["echo", "write_note"])
+@pytest.mark.parametrize("at", PAUSES)
+@pytest.mark.parametrize("wait", [False, True])
+async def test_leaving_the_events_loop_at_any_event_then_result_runs_every_call_once_and_keeps_its_result(
+    request: pytest.FixtureRequest, store: str, tool: str, at: str, wait: bool
+) -> None:
+    h: Harness = request.getfixturevalue(store)
+    with anyio.fail_after(LIMIT):
+        h.script(
+            calls(("a", tool, {"text": "one"}), ("b", tool, {"text": "two"}), usage=(10, 5)),
+            done("over"),
+        )
+        run = await h.runtime.start_agent(h.agent(tools=f"[{tool}, task_complete]"))
+        async for event in run.events():
+            if type(event).__name__ == at:
+                break
+        if wait:
+            await anyio.sleep(0.01)  # the left loop is closed meanwhile, from another task
+        result = await run.result()
+        assert result.stop_reason is StopReason.COMPLETED
+        assert sorted(text for _, args in h.ran for text in args.values()) == ["one", "two"]
+        answered = {c.id: c for m in result.instance.messages for c in m.tool_calls}
+        expected = "noted" if tool == "write_note" else None
+        assert answered["a"].result == [TextPart(expected or "echo: one")]
+        assert answered["b"].result == [TextPart(expected or "echo: two")]
+        saved = await h.runtime.store.load(run.instance_id)  # type: ignore[arg-type]
+        assert saved is not None
+        assert [c.result for m in saved.messages for c in m.tool_calls] == [
+            c.result for m in result.instance.messages for c in m.tool_calls
+        ]
+
+
+@pytest.mark.parametrize("at", ["ToolCallStarted", "ToolCallEnded"])
+async def test_leaving_the_events_loop_while_approved_calls_run_then_result_runs_the_rest(
+    file_harness: Harness, at: str
+) -> None:
+    h = file_harness
+    with anyio.fail_after(LIMIT):
+        h.script(calls(("d", "deploy", {"target": "a"}), ("e", "deploy", {"target": "b"})), done("over"))
+        run = await h.runtime.start_agent(h.agent(tools="[deploy, task_complete]"))
+        assert (await run.result()).stop_reason is StopReason.WAITING_FOR_APPROVAL
+        await run.approve()
+        async for event in run.events():
+            if type(event).__name__ == at:
+                break
+        result = await run.result()
+        assert result.stop_reason is StopReason.COMPLETED
+        assert h.ran == [("deploy", {"target": "a"}), ("deploy", {"target": "b"})]
+        assert [c.result for c in result.instance.messages[0].tool_calls] == [
+            [TextPart("deployed to a")],
+            [TextPart("deployed to b")],
+        ]
+
+
+async def test_a_run_paused_by_its_follower_and_picked_up_elsewhere_answers_the_unrun_calls(
+    file_harness: Harness,
+) -> None:
+    h = file_harness
+    with anyio.fail_after(LIMIT):
+        h.script(calls(("a", "write_note", {"text": "one"}), ("b", "write_note", {"text": "two"})))
+        run = await h.runtime.start_agent(h.agent(tools="[write_note, task_complete]"))
+        async for event in run.events():
+            if isinstance(event, onellm.agents.ToolCallEnded):
+                break
+        await anyio.sleep(0.01)
+        other, other_provider, other_ran = second_runtime(h)
+        other_provider.enqueue(done("elsewhere"))
+        result = await (await other.get_agent(run.instance_id)).result()  # type: ignore[arg-type]
+        assert result.stop_reason is StopReason.COMPLETED
+        first, second = result.instance.messages[0].tool_calls
+        assert first.result == [TextPart("noted")]  # ran before the pause: kept
+        assert second.is_error  # never ran here, and another runner cannot know that: not run
+        assert h.ran == [("write_note", {"text": "one"})]
+        assert other_ran == []
+
+
+async def test_cancel_while_approved_calls_run_keeps_the_results_of_those_that_finished(file_harness: Harness) -> None:
+    h = file_harness
+    started = anyio.Event()
+    ran: list[str] = []
+
+    @onellm.tool(requires_approval=True, parallel_safe=False)
+    async def ship(target: str) -> str:
+        """Ships; the second target never finishes.
+
+        Args:
+            target: Where.
+        """
+        ran.append(target)
+        if target == "b":
+            started.set()
+            await anyio.sleep_forever()
+        return f"shipped {target}"
+
+    h.runtime.tools.add(ship)
+    with anyio.fail_after(LIMIT):
+        h.script(calls(("a", "ship", {"target": "a"}), ("b", "ship", {"target": "b"})))
+        run = await h.runtime.start_agent(h.agent(tools="[ship, task_complete]"))
+        assert (await run.result()).stop_reason is StopReason.WAITING_FOR_APPROVAL
+        await run.approve()
+        failures: list[BaseException] = []
+
+        async def drive() -> None:
+            try:
+                await run.result()
+            except OnellmError as error:
+                failures.append(error)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(drive)
+            await started.wait()
+            await run.cancel()
+        (failure,) = failures
+        assert isinstance(failure, onellm.errors.RunCancelledError)
+        saved = await assert_saved_cancelled(h, run)
+        first, second = saved.messages[0].tool_calls
+        assert first.result == [TextPart("shipped a")]
+        assert second.is_error
+        assert saved.pending_approvals == []
+        run.resume()
+        h.script(done("over"))
+        assert (await run.result()).stop_reason is StopReason.COMPLETED
+        assert ran == ["a", "b"]
+        final = await h.runtime.store.load(run.instance_id)  # type: ignore[arg-type]
+        assert final is not None
+        assert final.messages[0].tool_calls[0].result == [TextPart("shipped a")]

@@ -317,6 +317,10 @@ class AgentRun(Generic[T]):
         self._pending_records: list[tuple[str, Any]] = []
         self._saving = False
         self._save_waiter: anyio.Event | None = None
+        self._closing: anyio.Event | None = None
+        """Set while a followed drive is being closed (`_close_follower`)."""
+        self._unstarted: set[str] | None = None
+        """The ids of the calls a paused segment left unrun, for the next segment to run (`_paused`)."""
         self._deciding_lock: anyio.Lock | None = None
         self._deciding: anyio.Event | None = None
         """Set while a decision on the resting handle holds a lease of its own (`_decide_one`)."""
@@ -432,7 +436,9 @@ class AgentRun(Generic[T]):
         finally:
             if self._follower is gen:
                 self._follower = None
-            await gen.aclose()  # type: ignore[attr-defined]
+                await self._close_follower(gen)
+            elif not getattr(gen, "ag_running", False):  # taken over: closed, or being closed, by the newcomer
+                await gen.aclose()  # type: ignore[attr-defined]
 
     async def message(self, content: Any, *, source: str = "api", name: str | None = None) -> None:
         """Deliver a message: read at the next turn boundary of a running segment (after the results of the turn in
@@ -599,7 +605,21 @@ class AgentRun(Generic[T]):
         follower = self._follower
         if self._active and follower is not None and not getattr(follower, "ag_running", True):
             self._follower = None
-            await follower.aclose()  # type: ignore[attr-defined]
+            await self._close_follower(follower)
+        closing = self._closing
+        while closing is not None:  # a loop left early, being closed from another task (the collector's)
+            await closing.wait()
+            closing = self._closing
+
+    async def _close_follower(self, gen: AsyncIterator[AgentEvent]) -> None:
+        """Close a followed drive; a newcomer waits for it (the paused segment saves what it did, `_paused`)."""
+        done = self._closing = anyio.Event()
+        try:
+            await gen.aclose()  # type: ignore[attr-defined]
+        finally:
+            if self._closing is done:
+                self._closing = None
+            done.set()
 
     async def _drive(self, *, listen: bool) -> AsyncIterator[AgentEvent]:
         if self._active:
@@ -634,11 +654,17 @@ class AgentRun(Generic[T]):
             if listen:
                 # A follower may take each event in another task (the blocking form does): no task group may span
                 # a yield, so children run as tasks of their own (`_spawn`), cancelled if this drive fails.
+                loop = self._drive_loop(listen=True)
                 try:
-                    async for event in self._drive_loop(listen=True):
+                    async for event in loop:
                         yield event
                 finally:
-                    await self._stop_tasks()
+                    # Closed here, not later by the collector: a follower that leaves pauses the segment now, before
+                    # another drive of this handle starts (`_paused`).
+                    try:
+                        await loop.aclose()  # type: ignore[attr-defined]
+                    finally:
+                        await self._stop_tasks()
             elif not self._may_spawn():
                 # Only the agent tools start tasks beside the drive: a run without them needs no task group (nor its
                 # closing checkpoint); anything started anyway runs as a task of its own, stopped as the drive ends.
@@ -942,6 +968,10 @@ class AgentRun(Generic[T]):
         except Exception as error:
             await self._failed(error)
             raise
+        except GeneratorExit:
+            # The follower left the events() loop at one of the segment's events: the run pauses there.
+            await self._paused()
+            raise
         finally:
             self._plan = None
 
@@ -1153,7 +1183,11 @@ class AgentRun(Generic[T]):
     async def _continue(self) -> AsyncIterator[AgentEvent]:
         """Repair calls left without a result, run the decided calls, deliver waiting messages."""
         inst = self._instance
+        unstarted, self._unstarted = self._unstarted, None
         repaired = orphans(inst)
+        if unstarted:
+            # Calls a paused segment of this handle left before running them: they run now, not repaired.
+            repaired = [found for found in repaired if found[2].id not in unstarted]
         if repaired:
             started = {e.tool_call_id for e in inst.pending_approvals if e.extra.get("startedAt") is not None}
             by_message: dict[int, dict[int, ToolResult]] = {}
@@ -1170,9 +1204,30 @@ class AgentRun(Generic[T]):
         if inst.pending_approvals:
             async for event in self._decided():
                 yield event
+        if unstarted:
+            async for event in self._run_unstarted(unstarted):
+                yield event
         await self._deliver()
         for event in self._flush():
             yield event
+
+    async def _run_unstarted(self, unstarted: set[str]) -> AsyncIterator[AgentEvent]:
+        """Run the calls a paused segment left unrun (those still without a result), message by message."""
+        for message in list(self._instance.messages):
+            only = {c.id for c in message.tool_calls if c.result is None and c.id in unstarted}
+            if not only:
+                continue
+            plan = _Plan(message)
+            if self._following:
+                async for event in self._tool_phase(plan, only):
+                    yield event
+            else:
+                await self._quiet_tool_phase(plan, only)
+            self._finish(plan)
+            self._plan = None
+            await self._save()
+            for event in self._flush():
+                yield event
 
     async def _decided(self) -> AsyncIterator[AgentEvent]:
         """Run the approved calls and answer the denied ones, message by message; then drop their entries."""
@@ -1210,9 +1265,11 @@ class AgentRun(Generic[T]):
                     entry.extra["startedAt"] = stamp
                 await self._save()
             plan.parallel = len(plan.jobs) > 1 and all(j.tool.parallel_safe for j in plan.jobs)
+            self._plan = plan  # a cancel or a pause keeps what ran (`_cancelled`, `_paused`)
             async for event in self._run_jobs(plan):
                 yield event
             self._finish(plan)
+            self._plan = None
             answered = {message.tool_calls[ci].id for ci, _ in groups[mi]}
             inst = self._instance
             inst.pending_approvals = [e for e in inst.pending_approvals if e.tool_call_id not in answered]
@@ -1615,21 +1672,22 @@ class AgentRun(Generic[T]):
 
     # ---------------------------------------------------------------------------------------------- tool calls
 
-    async def _tool_phase(self, plan: _Plan) -> AsyncIterator[AgentEvent]:
-        """Decide every unanswered call of `plan.message` (hooks, approvals), then run the ones that run now."""
+    async def _tool_phase(self, plan: _Plan, only: set[str] | None = None) -> AsyncIterator[AgentEvent]:
+        """Decide every unanswered call of `plan.message` (those in `only`, when given: hooks, approvals), then run
+        the ones that run now."""
         self._plan = plan
-        await self._decide_calls(plan)
+        await self._decide_calls(plan, only)
         if self._events:
             for event in self._flush():
                 yield event
         async for event in self._run_jobs(plan):
             yield event
 
-    async def _quiet_tool_phase(self, plan: _Plan) -> None:
+    async def _quiet_tool_phase(self, plan: _Plan, only: set[str] | None = None) -> None:
         """`_tool_phase` for a drive nobody follows (no event is queued, a sink is still told): the same steps as a
         coroutine, without the generators."""
         self._plan = plan
-        await self._decide_calls(plan)
+        await self._decide_calls(plan, only)
         jobs = plan.jobs
         if not jobs:
             return
@@ -1651,7 +1709,7 @@ class AgentRun(Generic[T]):
                 await self._step(self._run_job, job)
             await self._job_done(plan, job)
 
-    async def _decide_calls(self, plan: _Plan) -> None:
+    async def _decide_calls(self, plan: _Plan, only: set[str] | None = None) -> None:
         tools_module = _tools()
         restore_optional_nulls = tools_module.restore_optional_nulls
         setup = self._setup
@@ -1661,7 +1719,7 @@ class AgentRun(Generic[T]):
         listen = self._listen
         tools = setup.tools
         for index, call in enumerate(plan.message.tool_calls):
-            if call.result is not None:
+            if call.result is not None or (only is not None and call.id not in only):
                 continue
             tool = tools.get(call.tool)
             early: ToolResult | None = None
@@ -2299,6 +2357,7 @@ class AgentRun(Generic[T]):
                         plan.results[i] = ToolResult.error("The call was cancelled before it ran.")
                 self._finish(plan)
                 self._plan = None
+                _drop_answered(inst, plan.message)
             last = inst.messages[-1] if inst.messages else None
             if last is not None and any(c.result is None for c in last.tool_calls):
                 waiting = {e.tool_call_id for e in inst.pending_approvals}
@@ -2325,6 +2384,35 @@ class AgentRun(Generic[T]):
         if saved and isinstance(cancelled, RunCancelledError):
             stopped.__cause__ = cancelled
         return stopped
+
+    async def _paused(self) -> None:
+        """Close a segment its follower left at an event, between two steps: the results of the calls that ran are
+        kept and saved; the calls that did not run yet are left without a result, and the next drive of this handle
+        runs them (any other runner answers them as interrupted, as after a crash)."""
+        inst = self._instance
+        with anyio.CancelScope(shield=True):
+            unstarted: set[str] = set()
+            plan = self._plan
+            if plan is not None:
+                restart = {j.call.id for j in plan.jobs if j.approved and j.index not in plan.results}
+                for entry in inst.pending_approvals:
+                    if entry.tool_call_id in restart:
+                        entry.extra.pop("startedAt", None)  # decided, not run: the next segment runs it
+                self._finish(plan)
+                self._plan = None
+                _drop_answered(inst, plan.message)
+            waiting = {e.tool_call_id for e in inst.pending_approvals}
+            if inst.ask_user is not None:
+                waiting.add(inst.ask_user.tool_call_id)
+            for message in inst.messages:
+                for call in message.tool_calls:
+                    if call.result is None and call.id is not None and call.id not in waiting:
+                        unstarted.add(call.id)
+            self._unstarted = unstarted or None
+            try:
+                await self._save()
+            except StorageError as error:
+                await self._record(_error_record(inst, error, "save"))
 
     async def _failed(self, error: BaseException) -> None:
         """Close a failed segment: the instance is saved in `error` (a failed model call saved it already)."""
@@ -2647,6 +2735,13 @@ def _folder_of(agent_definition: str | None) -> Path | None:
     except OSError:
         return None
     return None
+
+
+def _drop_answered(instance: Instance, message: Message) -> None:
+    """Drop the pending approvals of `message`'s calls that have a result now (approved calls that ran)."""
+    if instance.pending_approvals:
+        answered = {c.id for c in message.tool_calls if c.result is not None}
+        instance.pending_approvals = [e for e in instance.pending_approvals if e.tool_call_id not in answered]
 
 
 def _injected(call: ToolCall) -> ToolCall:
