@@ -20,7 +20,7 @@ import onellm
 from onellm import StopReason
 from onellm.agents import AgentRun
 from onellm.errors import AgentStateError, InstanceLockedError, OnellmError
-from onellm.instances import FileInstanceStore
+from onellm.instances import FileInstanceStore, Instance, InstanceLease, MemoryInstanceStore
 from onellm.messages import TextPart
 from onellm.records import Record
 
@@ -884,3 +884,58 @@ async def test_cancel_while_approved_calls_run_keeps_the_results_of_those_that_f
         final = await h.runtime.store.load(run.instance_id)  # type: ignore[arg-type]
         assert final is not None
         assert final.messages[0].tool_calls[0].result == [TextPart("shipped a")]
+
+
+# ------------------------------------------------------------------------------------------------- leases that wait
+
+
+class SlowLease(InstanceLease):
+    """A lease whose release waits (as a database's does)."""
+
+    def __init__(self, inner: InstanceLease) -> None:
+        super().__init__(inner.instance_id)
+        self.inner = inner
+
+    async def _release(self) -> None:
+        await anyio.sleep(0.01)
+        await self.inner.release()
+
+
+class LeaseCheckingStore(MemoryInstanceStore):
+    """Instances in memory, leased through `SlowLease`; a save without the lease held is noted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.unleased: list[str | None] = []
+
+    async def acquire(self, instance_id: str) -> InstanceLease:
+        return SlowLease(await super().acquire(instance_id))
+
+    async def save(self, instance: Instance) -> None:
+        if instance.id not in self._held:
+            self.unleased.append(instance.id)
+        await super().save(instance)
+
+
+async def test_a_decision_waiting_for_the_run_to_rest_is_saved_under_a_lease(tmp_path: Path) -> None:
+    ran: list[tuple[str, dict[str, Any]]] = []
+    store = LeaseCheckingStore()
+    runtime, provider = make_runtime(tmp_path, store, ran, [])
+    h = Harness(runtime, provider, tmp_path, [], ran)
+    with anyio.fail_after(LIMIT):
+        h.script(calls(("d", "deploy", {"target": "prod"})))
+        run = await h.runtime.start_agent(h.agent(tools="[deploy, task_complete]"))
+        results: list[Any] = []
+        async with anyio.create_task_group() as group:
+            group.start_soon(_append, results, run.result())
+            await anyio.sleep(0)  # the run is going
+            await run.approve("d")  # waits for it to rest, then decides
+        assert results[0].stop_reason is StopReason.WAITING_FOR_APPROVAL
+        assert store.unleased == []
+        saved = await store.load(run.instance_id)  # type: ignore[arg-type]
+        assert saved is not None
+        assert [e.decision for e in saved.pending_approvals] == ["approved"]
+        h.script(done("over"))
+        assert (await run.result()).stop_reason is StopReason.COMPLETED
+        assert ran == [("deploy", {"target": "prod"})]
+        assert store.unleased == []

@@ -692,19 +692,24 @@ class AgentRun(Generic[T]):
                 if failure is not None:
                     raise failure
         finally:
-            self._active = False
+            # Still active, not parked, while the lease is given back: a decision made meanwhile waits for it, then
+            # takes a lease of its own (neither writing without one nor finding this one still held).
+            self._parked = False
             self._listen = self._following = False
             self._sink = None
             self._turn_services_made = None
             self._events.clear()
             lease = self._lease
-            if lease is None:
-                pass  # nothing to give back without one (a store without leases)
-            elif _releases_at_once(lease):
-                await self._release()  # it cannot wait, so no cancellation can cut it short
-            else:
-                with anyio.CancelScope(shield=True):
-                    await self._release()
+            try:
+                if lease is None:
+                    pass  # nothing to give back without one (a store without leases)
+                elif _releases_at_once(lease):
+                    await self._release()  # it cannot wait, so no cancellation can cut it short
+                else:
+                    with anyio.CancelScope(shield=True):
+                        await self._release()
+            finally:
+                self._active = False
             self._wake()
             if hub is not None or self._runtime is not None:
                 self._rested()
