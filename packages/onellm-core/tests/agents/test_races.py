@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 import onellm
@@ -66,13 +67,16 @@ async def outcomes(*jobs: Any) -> list[BaseException | None]:
 
 def names(error: BaseException | None, instance_id: str | None) -> None:
     assert isinstance(error, OnellmError), repr(error)
-    assert instance_id is not None and instance_id in str(error), str(error)
+    assert instance_id is not None
+    assert instance_id in str(error), str(error)
 
 
 # ------------------------------------------------------------------------------------------------- decisions
 
 
-async def test_approve_and_deny_of_one_held_call_at_once_one_wins_and_the_file_says_which(file_harness: Harness) -> None:
+async def test_approve_and_deny_of_one_held_call_at_once_one_wins_and_the_file_says_which(
+    file_harness: Harness,
+) -> None:
     h = file_harness
     with anyio.fail_after(LIMIT):
         run = await held(h)
@@ -202,7 +206,7 @@ async def test_result_started_while_a_decision_is_being_saved_runs_under_its_own
             async with anyio.create_task_group() as inner:
                 inner.start_soon(lambda: _append(results, run.result()))
                 for _ in range(5):
-                    await anyio.sleep(0)
+                    await anyio.lowlevel.checkpoint()
                 gate.open.set()
 
         ended = await outcomes(lambda: run.approve("g"), drive)
@@ -366,7 +370,7 @@ async def test_a_message_racing_the_end_of_a_run_is_delivered_once_and_saved(fil
 
         async def late() -> None:
             for _ in range(ticks):
-                await anyio.sleep(0)
+                await anyio.lowlevel.checkpoint()
             await run.message("late")
 
         async with anyio.create_task_group() as group:
@@ -388,9 +392,9 @@ async def test_a_message_sent_as_the_run_rests_is_read_by_the_same_drive(file_ha
         h.script(say("first"), say("second"))
         run = await h.runtime.start_agent(h.agent(prompt="Start."))
         async for event in run.events():
-            if isinstance(event, onellm.agents.StateChanged) and event.state == "waiting" and len(h.records) < 10**6:
-                if "late" not in user_texts(run.instance):
-                    await run.message("late")
+            is_rest = isinstance(event, onellm.agents.StateChanged) and event.state == "waiting"
+            if is_rest and "late" not in user_texts(run.instance):
+                await run.message("late")
         saved = await h.runtime.store.load(run.instance_id)  # type: ignore[arg-type]
         assert saved is not None
         assert user_texts(saved) == ["Start.", "late"]
@@ -928,7 +932,7 @@ async def test_a_decision_waiting_for_the_run_to_rest_is_saved_under_a_lease(tmp
         results: list[Any] = []
         async with anyio.create_task_group() as group:
             group.start_soon(_append, results, run.result())
-            await anyio.sleep(0)  # the run is going
+            await anyio.lowlevel.checkpoint()  # the run is going
             await run.approve("d")  # waits for it to rest, then decides
         assert results[0].stop_reason is StopReason.WAITING_FOR_APPROVAL
         assert store.unleased == []
