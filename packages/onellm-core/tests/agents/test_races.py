@@ -943,3 +943,61 @@ async def test_a_decision_waiting_for_the_run_to_rest_is_saved_under_a_lease(tmp
         assert (await run.result()).stop_reason is StopReason.COMPLETED
         assert ran == [("deploy", {"target": "prod"})]
         assert store.unleased == []
+
+
+# ------------------------------------------------------------------------------------------------- from inside
+
+
+@pytest.mark.parametrize("follow", [False, True])
+async def test_a_tool_deciding_its_own_runs_held_call_is_refused_not_left_waiting_for_itself(
+    harness: Harness, follow: bool
+) -> None:
+    h = harness
+    handle: list[AgentRun[Any]] = []
+
+    @onellm.tool
+    async def self_approve() -> str:
+        """Approves what its own run holds."""
+        try:
+            await handle[0].approve()
+        except AgentStateError as error:
+            return f"refused: {error} ({error.instance_id})"
+        return "approved"
+
+    h.runtime.tools.add(self_approve)
+    with anyio.fail_after(LIMIT):
+        h.script(calls(("d", "deploy", {"target": "x"}), ("s", "self_approve", {})))
+        run = await h.runtime.start_agent(h.agent(tools="[deploy, self_approve, task_complete]"))
+        handle.append(run)
+        if follow:
+            async for _ in run.events():
+                pass
+        result = await run.result()
+        assert result.stop_reason is StopReason.WAITING_FOR_APPROVAL
+        (answer,) = (c.result for c in result.instance.messages[0].tool_calls if c.id == "s")
+        assert answer is not None
+        assert f"({run.instance_id})" in answer[0].text  # type: ignore[union-attr]
+        assert h.ran == []
+
+
+async def test_a_hook_deciding_its_own_runs_held_call_is_refused_not_left_waiting_for_itself(harness: Harness) -> None:
+    h = harness
+    handle: list[AgentRun[Any]] = []
+    refusals: list[str] = []
+
+    @h.runtime.hooks.on_state_change
+    async def auto_approve(ctx: onellm.agents.OnStateChange) -> None:
+        if ctx.state == "waiting_for_approval":  # told as the run comes to rest, still inside it
+            try:
+                await handle[0].deny()
+            except AgentStateError as error:
+                refusals.append(str(error))
+
+    with anyio.fail_after(LIMIT):
+        h.script(calls(("d", "deploy", {"target": "x"})))
+        run = await h.runtime.start_agent(h.agent(tools="[deploy, task_complete]"))
+        handle.append(run)
+        result = await run.result()
+        assert result.stop_reason is StopReason.WAITING_FOR_APPROVAL
+        assert len(refusals) == 1
+        assert run.instance_id in refusals[0]  # type: ignore[operator]

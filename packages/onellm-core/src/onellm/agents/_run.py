@@ -45,7 +45,7 @@ from onellm.agents._events import (
     TurnEnded,
     TurnStarted,
 )
-from onellm.agents._hooks import RunHooks, load_definition_hooks
+from onellm.agents._hooks import INSIDE_RUN, RunHooks, load_definition_hooks
 from onellm.agents._result import AgentResult, StopReason, instance_cost, instance_usage
 from onellm.agents._setup import AgentSetup, recorded_grants
 from onellm.agents._state import INTERRUPTED, INTERRUPTED_AFTER_APPROVAL, check_instance, find_call, orphans
@@ -512,6 +512,14 @@ class AgentRun(Generic[T]):
 
     async def _decide_one(self, tool_call_id: str | None, decision: str, reason: str | None, by: str) -> None:
         if self._active and not self._parked:
+            if INSIDE_RUN.get() == self._instance.id:
+                # A tool or hook of this run: the run rests only once it returns, so waiting would wait forever.
+                raise AgentStateError(
+                    f"instance {self._instance.id}: a tool or hook of a run cannot approve or deny its calls while "
+                    "it runs (the decision would wait for the run to rest, and the run for the decision)",
+                    instance_id=self._instance.id,
+                    state=self._instance.state,
+                )
             follower = self._follower
             if follower is not None and not getattr(follower, "ag_running", False):
                 # The run is held at an event its follower has not finished with: waiting here would wait forever.
@@ -1868,7 +1876,11 @@ class AgentRun(Generic[T]):
         tool = job.tool
         context = self._tool_context(job.call, tool, approved=job.approved)
         started = time.perf_counter()
-        result = await tool.invoke(job.inputs, context)
+        token = INSIDE_RUN.set(self._instance.id)
+        try:
+            result = await tool.invoke(job.inputs, context)
+        finally:
+            INSIDE_RUN.reset(token)
         job.duration_ms = int((time.perf_counter() - started) * 1000)
         hooks = self._hooks
         if hooks is not None and hooks.after_tool_call:
