@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
@@ -83,6 +84,10 @@ OBSERVER_POINTS: Final = ("onMessage", "onStateChange", "onCost", "streamEvent")
 HOOK_POINTS: Final = INTERCEPTOR_POINTS + OBSERVER_POINTS
 """Every point, in the table's order."""
 HOOK_SOURCE_GROUP: Final = "onellm.hook_sources"
+
+INSIDE_RUN: ContextVar[str | None] = ContextVar("onellm_inside_agent_run", default=None)
+"""The instance whose tool or hook is running in this context: a decision on that run from there would wait for the
+run to rest, which waits for the tool or hook (refused instead, in `AgentRun`)."""
 """The entry-point group where an installed distribution offers a hook source (onellm-js: `javascript`)."""
 
 _METHODS: Final[Mapping[str, str]] = {
@@ -708,7 +713,11 @@ class RunHooks:
                     given = getattr(outcome, "reason", None)
                     decision = _from_definition(point, outcome)
                 else:
-                    decision = await entry.call(ctx)
+                    token = INSIDE_RUN.set(instance_id)
+                    try:
+                        decision = await entry.call(ctx)
+                    finally:
+                        INSIDE_RUN.reset(token)
                     _check(point, decision)
             except Exception as exc:
                 detail = getattr(exc, "detail", None) or str(exc) or type(exc).__name__
@@ -755,7 +764,11 @@ class RunHooks:
                     if getattr(outcome, "failed", False):
                         raise RuntimeError(getattr(outcome, "reason", None) or "the hook failed")
                 else:
-                    await entry.call(ctx)
+                    token = INSIDE_RUN.set(instance_id)
+                    try:
+                        await entry.call(ctx)
+                    finally:
+                        INSIDE_RUN.reset(token)
             except Exception as exc:
                 await self._write(_error_record(instance_id, message_id, exc, f"hook {entry.name} at {point}"))
 

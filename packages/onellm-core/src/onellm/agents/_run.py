@@ -45,7 +45,7 @@ from onellm.agents._events import (
     TurnEnded,
     TurnStarted,
 )
-from onellm.agents._hooks import RunHooks, load_definition_hooks
+from onellm.agents._hooks import INSIDE_RUN, RunHooks, load_definition_hooks
 from onellm.agents._result import AgentResult, StopReason, instance_cost, instance_usage
 from onellm.agents._setup import AgentSetup, recorded_grants
 from onellm.agents._state import INTERRUPTED, INTERRUPTED_AFTER_APPROVAL, check_instance, find_call, orphans
@@ -317,6 +317,13 @@ class AgentRun(Generic[T]):
         self._pending_records: list[tuple[str, Any]] = []
         self._saving = False
         self._save_waiter: anyio.Event | None = None
+        self._closing: anyio.Event | None = None
+        """Set while a followed drive is being closed (`_close_follower`)."""
+        self._unstarted: set[str] | None = None
+        """The ids of the calls a paused segment left unrun, for the next segment to run (`_paused`)."""
+        self._deciding_lock: anyio.Lock | None = None
+        self._deciding: anyio.Event | None = None
+        """Set while a decision on the resting handle holds a lease of its own (`_decide_one`)."""
         self._follower: AsyncIterator[AgentEvent] | None = None
         self._turn_services_made: Any = None
         """The services of the turns' model calls (`_turn_services`), made as a drive needs them."""
@@ -429,7 +436,9 @@ class AgentRun(Generic[T]):
         finally:
             if self._follower is gen:
                 self._follower = None
-            await gen.aclose()  # type: ignore[attr-defined]
+                await self._close_follower(gen)
+            elif not getattr(gen, "ag_running", False):  # taken over: closed, or being closed, by the newcomer
+                await gen.aclose()  # type: ignore[attr-defined]
 
     async def message(self, content: Any, *, source: str = "api", name: str | None = None) -> None:
         """Deliver a message: read at the next turn boundary of a running segment (after the results of the turn in
@@ -477,8 +486,12 @@ class AgentRun(Generic[T]):
         and the driving `result()` raises `RunCancelledError`. A resting run is left as it is."""
         if not self._active:
             return
-        self._cancel_requested = True
         scope = self._scope or self._drive_scope
+        if scope is None and self._parked:
+            # At rest, held by its follower at an event (ApprovalNeeded): nothing is in progress, and a request kept
+            # for later would cut short the segment the follower's next decision or message starts.
+            return
+        self._cancel_requested = True
         if scope is not None:
             scope.cancel()
 
@@ -490,7 +503,23 @@ class AgentRun(Generic[T]):
     # ------------------------------------------------------------------------------------------------- decisions
 
     async def _decide(self, tool_call_id: str | None, decision: str, reason: str | None, by: str) -> None:
+        # One decision at a time on a handle: a second one reads the first's outcome, not the file as it was before.
+        lock = self._deciding_lock
+        if lock is None:
+            lock = self._deciding_lock = anyio.Lock()
+        async with lock:
+            await self._decide_one(tool_call_id, decision, reason, by)
+
+    async def _decide_one(self, tool_call_id: str | None, decision: str, reason: str | None, by: str) -> None:
         if self._active and not self._parked:
+            if INSIDE_RUN.get() == self._instance.id:
+                # A tool or hook of this run: the run rests only once it returns, so waiting would wait forever.
+                raise AgentStateError(
+                    f"instance {self._instance.id}: a tool or hook of a run cannot approve or deny its calls while "
+                    "it runs (the decision would wait for the run to rest, and the run for the decision)",
+                    instance_id=self._instance.id,
+                    state=self._instance.state,
+                )
             follower = self._follower
             if follower is not None and not getattr(follower, "ag_running", False):
                 # The run is held at an event its follower has not finished with: waiting here would wait forever.
@@ -503,21 +532,21 @@ class AgentRun(Generic[T]):
             while self._active and not self._parked:
                 waiter = self._waiter = self._waiter or anyio.Event()
                 await waiter.wait()
-        own_lease = False
+        # A resting handle takes a lease of its own for the decision, not the drive's: a `result()` started meanwhile
+        # waits for it (`_drive`), then takes its own and reads the decision back.
+        own_lease: InstanceLease | None = None
+        deciding: anyio.Event | None = None
         if not self._active:
-            if self._lease is None:
-                lease = await self._services.lease(self._instance)
-                self._lease = lease
-                own_lease = True
+            deciding = self._deciding = anyio.Event()
             try:
+                own_lease = await self._services.lease(self._instance)
                 if not self._fresh:
                     await self._reload()
                     # The file may have changed since this handle read it: a decision is not written into an instance
                     # no run could have left.
                     check_instance(self._instance, self._where)
             except BaseException:
-                if own_lease:
-                    await self._release()
+                await self._decided_alone(own_lease, deciding)
                 raise
         try:
             inst = self._instance
@@ -554,8 +583,19 @@ class AgentRun(Generic[T]):
                     )
                 )
         finally:
-            if own_lease:
-                await self._release()
+            if deciding is not None:
+                await self._decided_alone(own_lease, deciding)
+
+    async def _decided_alone(self, lease: InstanceLease | None, deciding: anyio.Event) -> None:
+        """Give back the lease a decision on a resting handle took, and let a waiting drive go on."""
+        try:
+            if lease is not None:
+                with anyio.CancelScope(shield=True), contextlib.suppress(OSError, StorageError):
+                    await lease.release()
+        finally:
+            if self._deciding is deciding:
+                self._deciding = None
+            deciding.set()
 
     # ----------------------------------------------------------------------------------------------- the driving
 
@@ -576,7 +616,21 @@ class AgentRun(Generic[T]):
         follower = self._follower
         if self._active and follower is not None and not getattr(follower, "ag_running", True):
             self._follower = None
-            await follower.aclose()  # type: ignore[attr-defined]
+            await self._close_follower(follower)
+        closing = self._closing
+        while closing is not None:  # a loop left early, being closed from another task (the collector's)
+            await closing.wait()
+            closing = self._closing
+
+    async def _close_follower(self, gen: AsyncIterator[AgentEvent]) -> None:
+        """Close a followed drive; a newcomer waits for it (the paused segment saves what it did, `_paused`)."""
+        done = self._closing = anyio.Event()
+        try:
+            await gen.aclose()  # type: ignore[attr-defined]
+        finally:
+            if self._closing is done:
+                self._closing = None
+            done.set()
 
     async def _drive(self, *, listen: bool) -> AsyncIterator[AgentEvent]:
         if self._active:
@@ -586,6 +640,16 @@ class AgentRun(Generic[T]):
                 state=self._instance.state,
             )
         self._active = True
+        deciding = self._deciding
+        if deciding is not None:
+            # A decision on the resting handle is being written under a lease of its own: start from it.
+            try:
+                while deciding is not None:
+                    await deciding.wait()
+                    deciding = self._deciding
+            except BaseException:
+                self._active = False
+                raise
         self._following = listen
         runtime = self._runtime
         sink = getattr(runtime, "_agent_events", None) if runtime is not None else None
@@ -601,11 +665,17 @@ class AgentRun(Generic[T]):
             if listen:
                 # A follower may take each event in another task (the blocking form does): no task group may span
                 # a yield, so children run as tasks of their own (`_spawn`), cancelled if this drive fails.
+                loop = self._drive_loop(listen=True)
                 try:
-                    async for event in self._drive_loop(listen=True):
+                    async for event in loop:
                         yield event
                 finally:
-                    await self._stop_tasks()
+                    # Closed here, not later by the collector: a follower that leaves pauses the segment now, before
+                    # another drive of this handle starts (`_paused`).
+                    try:
+                        await loop.aclose()  # type: ignore[attr-defined]
+                    finally:
+                        await self._stop_tasks()
             elif not self._may_spawn():
                 # Only the agent tools start tasks beside the drive: a run without them needs no task group (nor its
                 # closing checkpoint); anything started anyway runs as a task of its own, stopped as the drive ends.
@@ -633,19 +703,24 @@ class AgentRun(Generic[T]):
                 if failure is not None:
                     raise failure
         finally:
-            self._active = False
+            # Still active, not parked, while the lease is given back: a decision made meanwhile waits for it, then
+            # takes a lease of its own (neither writing without one nor finding this one still held).
+            self._parked = False
             self._listen = self._following = False
             self._sink = None
             self._turn_services_made = None
             self._events.clear()
             lease = self._lease
-            if lease is None:
-                pass  # nothing to give back without one (a store without leases)
-            elif _releases_at_once(lease):
-                await self._release()  # it cannot wait, so no cancellation can cut it short
-            else:
-                with anyio.CancelScope(shield=True):
-                    await self._release()
+            try:
+                if lease is None:
+                    pass  # nothing to give back without one (a store without leases)
+                elif _releases_at_once(lease):
+                    await self._release()  # it cannot wait, so no cancellation can cut it short
+                else:
+                    with anyio.CancelScope(shield=True):
+                        await self._release()
+            finally:
+                self._active = False
             self._wake()
             if hub is not None or self._runtime is not None:
                 self._rested()
@@ -744,6 +819,9 @@ class AgentRun(Generic[T]):
 
     async def _drive_loop(self, *, listen: bool) -> AsyncIterator[AgentEvent]:
         """Segments while the run has work, then, at rest, wait for the children it drives (waking for messages)."""
+        if self._instance.pending_approvals and not self._fresh and not self._runnable():
+            # Held calls this handle saw undecided: another handle or process may have decided them since.
+            await self._reload()
         while True:
             if self._runnable():
                 if listen:
@@ -905,6 +983,10 @@ class AgentRun(Generic[T]):
             raise await self._cancelled(cancelled, saved=False) from None
         except Exception as error:
             await self._failed(error)
+            raise
+        except GeneratorExit:
+            # The follower left the events() loop at one of the segment's events: the run pauses there.
+            await self._paused()
             raise
         finally:
             self._plan = None
@@ -1117,7 +1199,11 @@ class AgentRun(Generic[T]):
     async def _continue(self) -> AsyncIterator[AgentEvent]:
         """Repair calls left without a result, run the decided calls, deliver waiting messages."""
         inst = self._instance
+        unstarted, self._unstarted = self._unstarted, None
         repaired = orphans(inst)
+        if unstarted:
+            # Calls a paused segment of this handle left before running them: they run now, not repaired.
+            repaired = [found for found in repaired if found[2].id not in unstarted]
         if repaired:
             started = {e.tool_call_id for e in inst.pending_approvals if e.extra.get("startedAt") is not None}
             by_message: dict[int, dict[int, ToolResult]] = {}
@@ -1134,9 +1220,30 @@ class AgentRun(Generic[T]):
         if inst.pending_approvals:
             async for event in self._decided():
                 yield event
+        if unstarted:
+            async for event in self._run_unstarted(unstarted):
+                yield event
         await self._deliver()
         for event in self._flush():
             yield event
+
+    async def _run_unstarted(self, unstarted: set[str]) -> AsyncIterator[AgentEvent]:
+        """Run the calls a paused segment left unrun (those still without a result), message by message."""
+        for message in list(self._instance.messages):
+            only = {c.id for c in message.tool_calls if c.result is None and c.id in unstarted}
+            if not only:
+                continue
+            plan = _Plan(message)
+            if self._following:
+                async for event in self._tool_phase(plan, only):
+                    yield event
+            else:
+                await self._quiet_tool_phase(plan, only)
+            self._finish(plan)
+            self._plan = None
+            await self._save()
+            for event in self._flush():
+                yield event
 
     async def _decided(self) -> AsyncIterator[AgentEvent]:
         """Run the approved calls and answer the denied ones, message by message; then drop their entries."""
@@ -1174,9 +1281,11 @@ class AgentRun(Generic[T]):
                     entry.extra["startedAt"] = stamp
                 await self._save()
             plan.parallel = len(plan.jobs) > 1 and all(j.tool.parallel_safe for j in plan.jobs)
+            self._plan = plan  # a cancel or a pause keeps what ran (`_cancelled`, `_paused`)
             async for event in self._run_jobs(plan):
                 yield event
             self._finish(plan)
+            self._plan = None
             answered = {message.tool_calls[ci].id for ci, _ in groups[mi]}
             inst = self._instance
             inst.pending_approvals = [e for e in inst.pending_approvals if e.tool_call_id not in answered]
@@ -1579,21 +1688,22 @@ class AgentRun(Generic[T]):
 
     # ---------------------------------------------------------------------------------------------- tool calls
 
-    async def _tool_phase(self, plan: _Plan) -> AsyncIterator[AgentEvent]:
-        """Decide every unanswered call of `plan.message` (hooks, approvals), then run the ones that run now."""
+    async def _tool_phase(self, plan: _Plan, only: set[str] | None = None) -> AsyncIterator[AgentEvent]:
+        """Decide every unanswered call of `plan.message` (those in `only`, when given: hooks, approvals), then run
+        the ones that run now."""
         self._plan = plan
-        await self._decide_calls(plan)
+        await self._decide_calls(plan, only)
         if self._events:
             for event in self._flush():
                 yield event
         async for event in self._run_jobs(plan):
             yield event
 
-    async def _quiet_tool_phase(self, plan: _Plan) -> None:
+    async def _quiet_tool_phase(self, plan: _Plan, only: set[str] | None = None) -> None:
         """`_tool_phase` for a drive nobody follows (no event is queued, a sink is still told): the same steps as a
         coroutine, without the generators."""
         self._plan = plan
-        await self._decide_calls(plan)
+        await self._decide_calls(plan, only)
         jobs = plan.jobs
         if not jobs:
             return
@@ -1615,7 +1725,7 @@ class AgentRun(Generic[T]):
                 await self._step(self._run_job, job)
             await self._job_done(plan, job)
 
-    async def _decide_calls(self, plan: _Plan) -> None:
+    async def _decide_calls(self, plan: _Plan, only: set[str] | None = None) -> None:
         tools_module = _tools()
         restore_optional_nulls = tools_module.restore_optional_nulls
         setup = self._setup
@@ -1625,7 +1735,7 @@ class AgentRun(Generic[T]):
         listen = self._listen
         tools = setup.tools
         for index, call in enumerate(plan.message.tool_calls):
-            if call.result is not None:
+            if call.result is not None or (only is not None and call.id not in only):
                 continue
             tool = tools.get(call.tool)
             early: ToolResult | None = None
@@ -1769,7 +1879,11 @@ class AgentRun(Generic[T]):
         tool = job.tool
         context = self._tool_context(job.call, tool, approved=job.approved)
         started = time.perf_counter()
-        result = await tool.invoke(job.inputs, context)
+        token = INSIDE_RUN.set(self._instance.id)
+        try:
+            result = await tool.invoke(job.inputs, context)
+        finally:
+            INSIDE_RUN.reset(token)
         job.duration_ms = int((time.perf_counter() - started) * 1000)
         hooks = self._hooks
         if hooks is not None and hooks.after_tool_call:
@@ -2263,6 +2377,7 @@ class AgentRun(Generic[T]):
                         plan.results[i] = ToolResult.error("The call was cancelled before it ran.")
                 self._finish(plan)
                 self._plan = None
+                _drop_answered(inst, plan.message)
             last = inst.messages[-1] if inst.messages else None
             if last is not None and any(c.result is None for c in last.tool_calls):
                 waiting = {e.tool_call_id for e in inst.pending_approvals}
@@ -2289,6 +2404,35 @@ class AgentRun(Generic[T]):
         if saved and isinstance(cancelled, RunCancelledError):
             stopped.__cause__ = cancelled
         return stopped
+
+    async def _paused(self) -> None:
+        """Close a segment its follower left at an event, between two steps: the results of the calls that ran are
+        kept and saved; the calls that did not run yet are left without a result, and the next drive of this handle
+        runs them (any other runner answers them as interrupted, as after a crash)."""
+        inst = self._instance
+        with anyio.CancelScope(shield=True):
+            unstarted: set[str] = set()
+            plan = self._plan
+            if plan is not None:
+                restart = {j.call.id for j in plan.jobs if j.approved and j.index not in plan.results}
+                for entry in inst.pending_approvals:
+                    if entry.tool_call_id in restart:
+                        entry.extra.pop("startedAt", None)  # decided, not run: the next segment runs it
+                self._finish(plan)
+                self._plan = None
+                _drop_answered(inst, plan.message)
+            waiting = {e.tool_call_id for e in inst.pending_approvals}
+            if inst.ask_user is not None:
+                waiting.add(inst.ask_user.tool_call_id)
+            for message in inst.messages:
+                for call in message.tool_calls:
+                    if call.result is None and call.id is not None and call.id not in waiting:
+                        unstarted.add(call.id)
+            self._unstarted = unstarted or None
+            try:
+                await self._save()
+            except StorageError as error:
+                await self._record(_error_record(inst, error, "save"))
 
     async def _failed(self, error: BaseException) -> None:
         """Close a failed segment: the instance is saved in `error` (a failed model call saved it already)."""
@@ -2615,6 +2759,13 @@ def _folder_of(agent_definition: str | None, caps: Capabilities) -> Path | None:
     except OSError:
         return None
     return folder if caps.is_readable(folder) else None
+
+
+def _drop_answered(instance: Instance, message: Message) -> None:
+    """Drop the pending approvals of `message`'s calls that have a result now (approved calls that ran)."""
+    if instance.pending_approvals:
+        answered = {c.id for c in message.tool_calls if c.result is not None}
+        instance.pending_approvals = [e for e in instance.pending_approvals if e.tool_call_id not in answered]
 
 
 def _injected(call: ToolCall) -> ToolCall:
