@@ -18,7 +18,7 @@ from onellm.messages import AssetPart, Message
 if TYPE_CHECKING:
     from onellm.instances import Instance
 
-__all__ = ["Asset", "inline_assets", "store_assets"]
+__all__ = ["Asset", "copy_assets", "inline_assets", "store_assets"]
 
 _INLINE = (bytes, bytearray, memoryview)
 
