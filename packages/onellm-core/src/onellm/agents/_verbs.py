@@ -223,7 +223,7 @@ async def fork_instance(
 
 async def _copy_assets(services: RuntimeServices, source: Instance, copy: Instance) -> None:
     """The copy's assets, before the copy is saved: a saved copy never refers to content its store lacks."""
-    from onellm.runtime._assets import copy_assets
+    from onellm.runtime import copy_assets
 
     store = services.store
     if getattr(store, "volatile", False):

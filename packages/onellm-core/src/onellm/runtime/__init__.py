@@ -11,7 +11,7 @@ chat sessions, scripted runs, embeddings and the agent loop build on instead of 
 from __future__ import annotations
 
 from onellm._public import publish as _publish
-from onellm.runtime._assets import Asset, inline_assets, store_assets
+from onellm.runtime._assets import Asset, copy_assets, inline_assets, store_assets
 from onellm.runtime._cache import ResultCache
 from onellm.runtime._call import ModelCall, StreamingAnswer
 from onellm.runtime._chat import ChatSession
@@ -92,6 +92,7 @@ __all__ = [
     "ask",
     "ask_sync",
     "chat",
+    "copy_assets",
     "current_runtime",
     "drive",
     "embed",

@@ -18,7 +18,7 @@ from onellm.messages import AssetPart, Message
 if TYPE_CHECKING:
     from onellm.instances import Instance
 
-__all__ = ["Asset", "inline_assets", "store_assets"]
+__all__ = ["Asset", "copy_assets", "inline_assets", "store_assets"]
 
 _INLINE = (bytes, bytearray, memoryview)
 
@@ -104,10 +104,12 @@ def copy_assets(store: Any, source: Instance, copy: Instance) -> None:
     done: set[str] = set()
     for message in copy.messages:
         for part in message.user:
-            if _stored(part) and part.key not in done:
-                done.add(part.key)
-                if src.exists(part.key) and not dst.exists(part.key):
-                    dst.put(src.get(part.key), content_type=part.content_type, name=part.name)
+            if not _stored(part) or part.key is None or part.key in done:
+                continue
+            key = part.key
+            done.add(key)
+            if src.exists(key) and not dst.exists(key):
+                dst.put(src.get(key), content_type=part.content_type, name=part.name)
 
 
 def inline_assets(store: Any, instance: Instance, messages: Sequence[Message]) -> list[Message]:
