@@ -1001,3 +1001,65 @@ async def test_a_hook_deciding_its_own_runs_held_call_is_refused_not_left_waitin
         assert result.stop_reason is StopReason.WAITING_FOR_APPROVAL
         assert len(refusals) == 1
         assert run.instance_id in refusals[0]  # type: ignore[operator]
+
+
+# ------------------------------------------------------------------------------------------------- stale handles
+
+
+class GatedLoads:
+    """Holds the store's loads at a gate once `armed`, until `open` is set."""
+
+    def __init__(self, store: Any) -> None:
+        self.armed = False
+        self.reached = anyio.Event()
+        self.open = anyio.Event()
+        self._load = store.load
+        store.load = self.load
+
+    async def load(self, instance_id: str) -> Any:
+        if self.armed and not self.open.is_set():
+            self.reached.set()
+            await self.open.wait()
+        return await self._load(instance_id)
+
+
+async def test_cancel_while_a_stale_handle_reads_the_instance_again_keeps_what_another_runner_saved(
+    file_harness: Harness,
+) -> None:
+    h = file_harness
+    with anyio.fail_after(LIMIT):
+        h.script(say("first"))
+        run = await h.runtime.start_agent(h.agent())
+        assert (await run.result()).stop_reason is StopReason.WAITING
+        other, other_provider, other_ran = second_runtime(h)
+        other_provider.enqueue(calls(("e", "echo", {"text": "x"})), say("went on elsewhere"))
+        theirs = await other.get_agent(run.instance_id)  # type: ignore[arg-type]
+        await theirs.message("go on")
+        elsewhere = await theirs.result()
+        assert other_ran == [("echo", {"text": "x"})]
+        await run.message("and from here")  # the handle's copy is older than the file
+        gate = GatedLoads(h.runtime.store)
+        gate.armed = True
+        failures: list[BaseException] = []
+
+        async def drive() -> None:
+            try:
+                await run.result()
+            except OnellmError as error:
+                failures.append(error)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(drive)
+            await gate.reached.wait()
+            await run.cancel()
+            gate.open.set()
+        saved = await other.store.load(run.instance_id)  # type: ignore[arg-type]
+        assert saved is not None
+        assert [m.id for m in saved.messages] == [m.id for m in elsewhere.instance.messages]
+        assert [c.result for m in saved.messages for c in m.tool_calls] == [
+            c.result for m in elsewhere.instance.messages for c in m.tool_calls
+        ]
+        assert h.ran == []
+        for failure in failures:
+            assert isinstance(failure, onellm.errors.RunCancelledError)
+            names(failure, run.instance_id)

@@ -317,6 +317,8 @@ class AgentRun(Generic[T]):
         self._pending_records: list[tuple[str, Any]] = []
         self._saving = False
         self._save_waiter: anyio.Event | None = None
+        self._current = False
+        """This handle's copy of the instance is the newest: it holds the lease and read the copy under it."""
         self._closing: anyio.Event | None = None
         """Set while a followed drive is being closed (`_close_follower`)."""
         self._unstarted: set[str] | None = None
@@ -718,6 +720,7 @@ class AgentRun(Generic[T]):
                         await self._release()
             finally:
                 self._active = False
+                self._current = False  # without the lease, another runner may write the instance
             self._wake()
             if hub is not None or self._runtime is not None:
                 self._rested()
@@ -936,6 +939,7 @@ class AgentRun(Generic[T]):
             self._lease = await services.lease(self._instance)
             if not self._fresh:
                 await self._reload()
+        self._current = True
         inst = self._instance
         first = self._opening is not None
         if not first:
@@ -2358,6 +2362,11 @@ class AgentRun(Generic[T]):
         from onellm.tools import ToolResult
 
         inst = self._instance
+        if not self._current:
+            # Cancelled while the segment took the lease or read the instance again: this copy may be older than the
+            # store's, which is left as it is.
+            self._wake()
+            return RunCancelledError(f"the run of instance {inst.id} was cancelled before it started", instance=inst)
         with anyio.CancelScope(shield=True):
             plan = self._plan
             if plan is not None:
