@@ -1063,3 +1063,41 @@ async def test_cancel_while_a_stale_handle_reads_the_instance_again_keeps_what_a
         for failure in failures:
             assert isinstance(failure, onellm.errors.RunCancelledError)
             names(failure, run.instance_id)
+
+
+async def test_cancel_while_result_waits_for_a_decision_being_written_cancels_that_drive(file_harness: Harness) -> None:
+    h = file_harness
+    with anyio.fail_after(LIMIT):
+        run = await held(h)
+        gate = GatedSaves(h.runtime.store, lambda i: any(e.decision == "approved" for e in i.pending_approvals))
+        failures: list[BaseException] = []
+
+        async def drive() -> None:
+            await gate.reached.wait()
+            try:
+                await run.result()
+            except OnellmError as error:
+                failures.append(error)
+
+        async def stop() -> None:
+            await gate.reached.wait()
+            for _ in range(3):
+                await anyio.lowlevel.checkpoint()  # the drive waits for the decision now
+            await run.cancel()
+            gate.open.set()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(drive)
+            group.start_soon(stop)
+            await run.approve("d")
+        (failure,) = failures
+        assert isinstance(failure, onellm.errors.RunCancelledError), repr(failure)
+        names(failure, run.instance_id)
+        # cancelled as the approved call was about to run: answered as cancelled, and never run after
+        saved = await assert_saved_cancelled(h, run)
+        assert saved.messages[0].tool_calls[0].is_error
+        assert saved.pending_approvals == []
+        h.script(done("over"))
+        run.resume()
+        assert (await run.result()).stop_reason is StopReason.COMPLETED
+        assert h.ran == []

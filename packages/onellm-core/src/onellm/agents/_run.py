@@ -639,6 +639,7 @@ class AgentRun(Generic[T]):
                 state=self._instance.state,
             )
         self._active = True
+        self._cancel_requested = False  # before any wait: a cancel() from here on reaches this drive
         deciding = self._deciding
         if deciding is not None:
             # A decision on the resting handle is being written under a lease of its own: start from it.
@@ -655,7 +656,6 @@ class AgentRun(Generic[T]):
         self._sink = sink if sink else None
         self._listen = listen or self._sink is not None
         self._turns = 0
-        self._cancel_requested = False
         self._result = None
         hub = self._hub(create=False)
         if hub is not None:
