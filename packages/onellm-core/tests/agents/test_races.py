@@ -1101,3 +1101,46 @@ async def test_cancel_while_result_waits_for_a_decision_being_written_cancels_th
         run.resume()
         assert (await run.result()).stop_reason is StopReason.COMPLETED
         assert h.ran == []
+
+
+@pytest.mark.parametrize("store", ["harness", "file_harness"])
+async def test_approve_and_deny_through_two_handles_of_one_runtime_at_once(
+    request: pytest.FixtureRequest, store: str
+) -> None:
+    h: Harness = request.getfixturevalue(store)
+    with anyio.fail_after(LIMIT):
+        run = await held(h)
+        one = await h.runtime.get_agent(run.instance_id)  # type: ignore[arg-type]
+        two = await h.runtime.get_agent(run.instance_id)  # type: ignore[arg-type]
+        ended = await outcomes(lambda: one.approve("d"), lambda: two.deny("d", reason="no"))
+        assert ended.count(None) == 1, ended
+        (lost,) = [e for e in ended if e is not None]
+        assert isinstance(lost, AgentStateError | InstanceLockedError), repr(lost)
+        names(lost, run.instance_id)
+        saved = await h.runtime.store.load(run.instance_id)  # type: ignore[arg-type]
+        assert saved is not None
+        assert [e.decision for e in saved.pending_approvals] == [["approved", "denied"][ended.index(None)]]
+        h.script(done("over"))
+        ended = await outcomes(run.result, one.result, two.result)
+        assert ended.count(None) >= 1, ended
+        for error in ended:
+            if error is not None:
+                assert isinstance(error, InstanceLockedError), repr(error)
+                names(error, run.instance_id)
+        assert h.ran == ([("deploy", {"target": "prod"})] if saved.pending_approvals[0].decision == "approved" else [])
+
+
+def test_run_agent_sync_from_many_threads_at_once_each_gets_its_own_instance(tmp_path: Path) -> None:
+    runtime, provider = make_runtime(tmp_path, FileInstanceStore(tmp_path / "instances", durable=False), [], [])
+    path = tmp_path / "agent.yaml"
+    path.write_text(
+        "model: claude-sonnet\nreferences:\n  - tools: [echo, task_complete]\n"
+        "initialPrompts:\n  - user:\n      - text: go\n"
+    )
+    provider.enqueue(*(say("hello") for _ in range(6)))
+    results: list[Any] = []
+    ended = in_threads(*(lambda: results.append(runtime.run_agent_sync(path)) for _ in range(6)))
+    assert ended == [None] * 6
+    assert len({r.instance.id for r in results}) == 6
+    assert all(r.text == "hello" for r in results)
+    assert len(list((tmp_path / "instances").glob("*.yaml"))) == 6
