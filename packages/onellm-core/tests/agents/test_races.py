@@ -1144,3 +1144,50 @@ def test_run_agent_sync_from_many_threads_at_once_each_gets_its_own_instance(tmp
     assert len({r.instance.id for r in results}) == 6
     assert all(r.text == "hello" for r in results)
     assert len(list((tmp_path / "instances").glob("*.yaml"))) == 6
+
+
+@pytest.mark.parametrize("durable", [False, True])
+async def test_leaving_the_events_loop_after_any_number_of_events_loses_and_repeats_nothing(
+    tmp_path: Path, durable: bool
+) -> None:
+    def script(provider: Any) -> None:
+        provider.enqueue(
+            calls(("a", "echo", {"text": "one"}), ("b", "echo", {"text": "two"}), text="first"),
+            calls(("c", "write_note", {"text": "three"}), ("d", "write_note", {"text": "four"})),
+            say("between"),
+            done("over"),
+        )
+
+    def harness(n: int) -> Harness:
+        ran: list[tuple[str, dict[str, Any]]] = []
+        folder = tmp_path / str(n)
+        folder.mkdir()
+        store = FileInstanceStore(folder / "instances", durable=False) if durable else MemoryInstanceStore()
+        runtime, provider = make_runtime(folder, store, ran, [])
+        script(provider)
+        return Harness(runtime, provider, folder, [], ran)
+
+    async def whole(h: Harness) -> tuple[list[Any], list[Any]]:
+        run = await h.runtime.start_agent(h.agent(tools="[echo, write_note, task_complete]"))
+        await run.message("and then")
+        events = [type(e).__name__ async for e in run.events()]
+        result = await run.result()
+        return events, result.instance.messages
+
+    with anyio.fail_after(LIMIT * 3):
+        reference = harness(-1)
+        events, messages = await whole(reference)
+        shape = [(m.user_text, m.text, [(c.id, c.result) for c in m.tool_calls]) for m in messages]
+        for n in range(len(events)):
+            h = harness(n)
+            run = await h.runtime.start_agent(h.agent(tools="[echo, write_note, task_complete]"))
+            await run.message("and then")
+            seen = 0
+            async for _ in run.events():
+                if seen == n:
+                    break
+                seen += 1
+            result = await run.result()
+            got = [(m.user_text, m.text, [(c.id, c.result) for c in m.tool_calls]) for m in result.instance.messages]
+            assert got == shape, (n, events[n])
+            assert sorted(map(str, h.ran)) == sorted(map(str, reference.ran)), (n, events[n])

@@ -2427,10 +2427,13 @@ class AgentRun(Generic[T]):
                 self._finish(plan)
                 self._plan = None
                 _drop_answered(inst, plan.message)
+            messages = inst.messages
+            if messages and not (messages[-1].user or messages[-1].assistant or messages[-1].tool_calls):
+                messages.pop()  # the empty turn of a model call not made yet (left at TurnStarted)
             waiting = {e.tool_call_id for e in inst.pending_approvals}
             if inst.ask_user is not None:
                 waiting.add(inst.ask_user.tool_call_id)
-            for message in inst.messages:
+            for message in messages:
                 for call in message.tool_calls:
                     if call.result is None and call.id is not None and call.id not in waiting:
                         unstarted.add(call.id)
