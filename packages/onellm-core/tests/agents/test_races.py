@@ -1191,3 +1191,50 @@ async def test_leaving_the_events_loop_after_any_number_of_events_loses_and_repe
             got = [(m.user_text, m.text, [(c.id, c.result) for c in m.tool_calls]) for m in result.instance.messages]
             assert got == shape, (n, events[n])
             assert sorted(map(str, h.ran)) == sorted(map(str, reference.ran)), (n, events[n])
+
+
+@pytest.mark.parametrize("durable", [False, True])
+async def test_cancel_after_any_number_of_checkpoints_keeps_the_file_whole_and_runs_nothing_twice(
+    tmp_path: Path, durable: bool
+) -> None:
+    with anyio.fail_after(LIMIT * 3):
+        for k in range(0, 60, 2):
+            ran: list[tuple[str, dict[str, Any]]] = []
+            folder = tmp_path / str(k)
+            folder.mkdir()
+            store = FileInstanceStore(folder / "instances", durable=False) if durable else MemoryInstanceStore()
+            runtime, provider = make_runtime(folder, store, ran, [])
+            h = Harness(runtime, provider, folder, [], ran)
+            h.script(
+                calls(("a", "echo", {"text": "one"}), ("b", "echo", {"text": "two"})),
+                calls(("c", "write_note", {"text": "three"}), ("d", "write_note", {"text": "four"})),
+                done("over"),
+            )
+            run = await h.runtime.start_agent(h.agent(tools="[echo, write_note, task_complete]"))
+            failures: list[BaseException] = []
+
+            async def drive(run: AgentRun[Any] = run, failures: list[BaseException] = failures) -> None:
+                try:
+                    await run.result()
+                except OnellmError as error:
+                    failures.append(error)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(drive)
+                for _ in range(k):
+                    await anyio.lowlevel.checkpoint()
+                await run.cancel()
+            for failure in failures:
+                assert isinstance(failure, onellm.errors.RunCancelledError), (k, failure)
+                names(failure, run.instance_id)
+            if run.instance_id is not None and failures:
+                saved = await store.load(run.instance_id)
+                if saved is not None:
+                    assert (saved.state, saved.cancelled) == ("stopped", True), k
+                    assert all(c.result is not None for m in saved.messages for c in m.tool_calls), k
+            while (await run.result()).stop_reason is not StopReason.COMPLETED:
+                run.resume()
+                if not h.provider.pending:
+                    break
+            texts = [text for _, args in ran for text in args.values()]
+            assert len(texts) == len(set(texts)), (k, ran)
