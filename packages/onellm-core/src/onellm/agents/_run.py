@@ -2440,7 +2440,7 @@ class AgentRun(Generic[T]):
             self._unstarted = unstarted or None
             try:
                 await self._save()
-            except StorageError as error:
+            except Exception as error:  # not raised: the follower is gone, and GeneratorExit must go on
                 await self._record(_error_record(inst, error, "save"))
 
     async def _failed(self, error: BaseException) -> None:
