@@ -1001,3 +1001,240 @@ async def test_a_hook_deciding_its_own_runs_held_call_is_refused_not_left_waitin
         assert result.stop_reason is StopReason.WAITING_FOR_APPROVAL
         assert len(refusals) == 1
         assert run.instance_id in refusals[0]  # type: ignore[operator]
+
+
+# ------------------------------------------------------------------------------------------------- stale handles
+
+
+class GatedLoads:
+    """Holds the store's loads at a gate once `armed`, until `open` is set."""
+
+    def __init__(self, store: Any) -> None:
+        self.armed = False
+        self.reached = anyio.Event()
+        self.open = anyio.Event()
+        self._load = store.load
+        store.load = self.load
+
+    async def load(self, instance_id: str) -> Any:
+        if self.armed and not self.open.is_set():
+            self.reached.set()
+            await self.open.wait()
+        return await self._load(instance_id)
+
+
+async def test_cancel_while_a_stale_handle_reads_the_instance_again_keeps_what_another_runner_saved(
+    file_harness: Harness,
+) -> None:
+    h = file_harness
+    with anyio.fail_after(LIMIT):
+        h.script(say("first"))
+        run = await h.runtime.start_agent(h.agent())
+        assert (await run.result()).stop_reason is StopReason.WAITING
+        other, other_provider, other_ran = second_runtime(h)
+        other_provider.enqueue(calls(("e", "echo", {"text": "x"})), say("went on elsewhere"))
+        theirs = await other.get_agent(run.instance_id)  # type: ignore[arg-type]
+        await theirs.message("go on")
+        elsewhere = await theirs.result()
+        assert other_ran == [("echo", {"text": "x"})]
+        await run.message("and from here")  # the handle's copy is older than the file
+        gate = GatedLoads(h.runtime.store)
+        gate.armed = True
+        failures: list[BaseException] = []
+
+        async def drive() -> None:
+            try:
+                await run.result()
+            except OnellmError as error:
+                failures.append(error)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(drive)
+            await gate.reached.wait()
+            await run.cancel()
+            gate.open.set()
+        saved = await other.store.load(run.instance_id)  # type: ignore[arg-type]
+        assert saved is not None
+        assert [m.id for m in saved.messages] == [m.id for m in elsewhere.instance.messages]
+        assert [c.result for m in saved.messages for c in m.tool_calls] == [
+            c.result for m in elsewhere.instance.messages for c in m.tool_calls
+        ]
+        assert h.ran == []
+        for failure in failures:
+            assert isinstance(failure, onellm.errors.RunCancelledError)
+            names(failure, run.instance_id)
+
+
+async def test_cancel_while_result_waits_for_a_decision_being_written_cancels_that_drive(file_harness: Harness) -> None:
+    h = file_harness
+    with anyio.fail_after(LIMIT):
+        run = await held(h)
+        gate = GatedSaves(h.runtime.store, lambda i: any(e.decision == "approved" for e in i.pending_approvals))
+        failures: list[BaseException] = []
+
+        async def drive() -> None:
+            await gate.reached.wait()
+            try:
+                await run.result()
+            except OnellmError as error:
+                failures.append(error)
+
+        async def stop() -> None:
+            await gate.reached.wait()
+            for _ in range(3):
+                await anyio.lowlevel.checkpoint()  # the drive waits for the decision now
+            await run.cancel()
+            gate.open.set()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(drive)
+            group.start_soon(stop)
+            await run.approve("d")
+        (failure,) = failures
+        assert isinstance(failure, onellm.errors.RunCancelledError), repr(failure)
+        names(failure, run.instance_id)
+        # cancelled as the approved call was about to run: answered as cancelled, and never run after
+        saved = await assert_saved_cancelled(h, run)
+        assert saved.messages[0].tool_calls[0].is_error
+        assert saved.pending_approvals == []
+        h.script(done("over"))
+        run.resume()
+        assert (await run.result()).stop_reason is StopReason.COMPLETED
+        assert h.ran == []
+
+
+@pytest.mark.parametrize("store", ["harness", "file_harness"])
+async def test_approve_and_deny_through_two_handles_of_one_runtime_at_once(
+    request: pytest.FixtureRequest, store: str
+) -> None:
+    h: Harness = request.getfixturevalue(store)
+    with anyio.fail_after(LIMIT):
+        run = await held(h)
+        one = await h.runtime.get_agent(run.instance_id)  # type: ignore[arg-type]
+        two = await h.runtime.get_agent(run.instance_id)  # type: ignore[arg-type]
+        ended = await outcomes(lambda: one.approve("d"), lambda: two.deny("d", reason="no"))
+        assert ended.count(None) == 1, ended
+        (lost,) = [e for e in ended if e is not None]
+        assert isinstance(lost, AgentStateError | InstanceLockedError), repr(lost)
+        names(lost, run.instance_id)
+        saved = await h.runtime.store.load(run.instance_id)  # type: ignore[arg-type]
+        assert saved is not None
+        assert [e.decision for e in saved.pending_approvals] == [["approved", "denied"][ended.index(None)]]
+        h.script(done("over"))
+        ended = await outcomes(run.result, one.result, two.result)
+        assert ended.count(None) >= 1, ended
+        for error in ended:
+            if error is not None:
+                assert isinstance(error, InstanceLockedError), repr(error)
+                names(error, run.instance_id)
+        assert h.ran == ([("deploy", {"target": "prod"})] if saved.pending_approvals[0].decision == "approved" else [])
+
+
+def test_run_agent_sync_from_many_threads_at_once_each_gets_its_own_instance(tmp_path: Path) -> None:
+    runtime, provider = make_runtime(tmp_path, FileInstanceStore(tmp_path / "instances", durable=False), [], [])
+    path = tmp_path / "agent.yaml"
+    path.write_text(
+        "model: claude-sonnet\nreferences:\n  - tools: [echo, task_complete]\n"
+        "initialPrompts:\n  - user:\n      - text: go\n"
+    )
+    provider.enqueue(*(say("hello") for _ in range(6)))
+    results: list[Any] = []
+    ended = in_threads(*(lambda: results.append(runtime.run_agent_sync(path)) for _ in range(6)))
+    assert ended == [None] * 6
+    assert len({r.instance.id for r in results}) == 6
+    assert all(r.text == "hello" for r in results)
+    assert len(list((tmp_path / "instances").glob("*.yaml"))) == 6
+
+
+@pytest.mark.parametrize("durable", [False, True])
+async def test_leaving_the_events_loop_after_any_number_of_events_loses_and_repeats_nothing(
+    tmp_path: Path, durable: bool
+) -> None:
+    def script(provider: Any) -> None:
+        provider.enqueue(
+            calls(("a", "echo", {"text": "one"}), ("b", "echo", {"text": "two"}), text="first"),
+            calls(("c", "write_note", {"text": "three"}), ("d", "write_note", {"text": "four"})),
+            say("between"),
+            done("over"),
+        )
+
+    def harness(n: int) -> Harness:
+        ran: list[tuple[str, dict[str, Any]]] = []
+        folder = tmp_path / str(n)
+        folder.mkdir()
+        store = FileInstanceStore(folder / "instances", durable=False) if durable else MemoryInstanceStore()
+        runtime, provider = make_runtime(folder, store, ran, [])
+        script(provider)
+        return Harness(runtime, provider, folder, [], ran)
+
+    async def whole(h: Harness) -> tuple[list[Any], list[Any]]:
+        run = await h.runtime.start_agent(h.agent(tools="[echo, write_note, task_complete]"))
+        await run.message("and then")
+        events = [type(e).__name__ async for e in run.events()]
+        result = await run.result()
+        return events, result.instance.messages
+
+    with anyio.fail_after(LIMIT * 3):
+        reference = harness(-1)
+        events, messages = await whole(reference)
+        shape = [(m.user_text, m.text, [(c.id, c.result) for c in m.tool_calls]) for m in messages]
+        for n in range(len(events)):
+            h = harness(n)
+            run = await h.runtime.start_agent(h.agent(tools="[echo, write_note, task_complete]"))
+            await run.message("and then")
+            seen = 0
+            async for _ in run.events():
+                if seen == n:
+                    break
+                seen += 1
+            result = await run.result()
+            got = [(m.user_text, m.text, [(c.id, c.result) for c in m.tool_calls]) for m in result.instance.messages]
+            assert got == shape, (n, events[n])
+            assert sorted(map(str, h.ran)) == sorted(map(str, reference.ran)), (n, events[n])
+
+
+@pytest.mark.parametrize("durable", [False, True])
+async def test_cancel_after_any_number_of_checkpoints_keeps_the_file_whole_and_runs_nothing_twice(
+    tmp_path: Path, durable: bool
+) -> None:
+    with anyio.fail_after(LIMIT * 3):
+        for k in range(0, 60, 2):
+            ran: list[tuple[str, dict[str, Any]]] = []
+            folder = tmp_path / str(k)
+            folder.mkdir()
+            store = FileInstanceStore(folder / "instances", durable=False) if durable else MemoryInstanceStore()
+            runtime, provider = make_runtime(folder, store, ran, [])
+            h = Harness(runtime, provider, folder, [], ran)
+            h.script(
+                calls(("a", "echo", {"text": "one"}), ("b", "echo", {"text": "two"})),
+                calls(("c", "write_note", {"text": "three"}), ("d", "write_note", {"text": "four"})),
+                done("over"),
+            )
+            run = await h.runtime.start_agent(h.agent(tools="[echo, write_note, task_complete]"))
+            failures: list[BaseException] = []
+
+            async def drive(run: AgentRun[Any] = run, failures: list[BaseException] = failures) -> None:
+                try:
+                    await run.result()
+                except OnellmError as error:
+                    failures.append(error)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(drive)
+                for _ in range(k):
+                    await anyio.lowlevel.checkpoint()
+                await run.cancel()
+            for failure in failures:
+                assert isinstance(failure, onellm.errors.RunCancelledError), (k, failure)
+                names(failure, run.instance_id)
+            if run.instance_id is not None and failures:
+                saved = await store.load(run.instance_id)
+                if saved is not None:
+                    assert (saved.state, saved.cancelled) == ("stopped", True), k
+                    assert all(c.result is not None for m in saved.messages for c in m.tool_calls), k
+            while (await run.result()).stop_reason is not StopReason.COMPLETED:
+                run.resume()
+                if not h.provider.pending:
+                    break
+            texts = [text for _, args in ran for text in args.values()]
+            assert len(texts) == len(set(texts)), (k, ran)

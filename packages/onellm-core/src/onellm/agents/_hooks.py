@@ -84,11 +84,11 @@ OBSERVER_POINTS: Final = ("onMessage", "onStateChange", "onCost", "streamEvent")
 HOOK_POINTS: Final = INTERCEPTOR_POINTS + OBSERVER_POINTS
 """Every point, in the table's order."""
 HOOK_SOURCE_GROUP: Final = "onellm.hook_sources"
+"""The entry-point group where an installed distribution offers a hook source (onellm-js: `javascript`)."""
 
 INSIDE_RUN: ContextVar[str | None] = ContextVar("onellm_inside_agent_run", default=None)
 """The instance whose tool or hook is running in this context: a decision on that run from there would wait for the
 run to rest, which waits for the tool or hook (refused instead, in `AgentRun`)."""
-"""The entry-point group where an installed distribution offers a hook source (onellm-js: `javascript`)."""
 
 _METHODS: Final[Mapping[str, str]] = {
     "beforeInference": "before_inference",

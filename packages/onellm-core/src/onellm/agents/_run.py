@@ -317,6 +317,8 @@ class AgentRun(Generic[T]):
         self._pending_records: list[tuple[str, Any]] = []
         self._saving = False
         self._save_waiter: anyio.Event | None = None
+        self._current = False
+        """This handle's copy of the instance is the newest: it holds the lease and read the copy under it."""
         self._closing: anyio.Event | None = None
         """Set while a followed drive is being closed (`_close_follower`)."""
         self._unstarted: set[str] | None = None
@@ -640,6 +642,7 @@ class AgentRun(Generic[T]):
                 state=self._instance.state,
             )
         self._active = True
+        self._cancel_requested = False  # before any wait: a cancel() from here on reaches this drive
         deciding = self._deciding
         if deciding is not None:
             # A decision on the resting handle is being written under a lease of its own: start from it.
@@ -656,7 +659,6 @@ class AgentRun(Generic[T]):
         self._sink = sink if sink else None
         self._listen = listen or self._sink is not None
         self._turns = 0
-        self._cancel_requested = False
         self._result = None
         hub = self._hub(create=False)
         if hub is not None:
@@ -721,6 +723,7 @@ class AgentRun(Generic[T]):
                         await self._release()
             finally:
                 self._active = False
+                self._current = False  # without the lease, another runner may write the instance
             self._wake()
             if hub is not None or self._runtime is not None:
                 self._rested()
@@ -939,6 +942,7 @@ class AgentRun(Generic[T]):
             self._lease = await services.lease(self._instance)
             if not self._fresh:
                 await self._reload()
+        self._current = True
         inst = self._instance
         first = self._opening is not None
         if not first:
@@ -2361,6 +2365,11 @@ class AgentRun(Generic[T]):
         from onellm.tools import ToolResult
 
         inst = self._instance
+        if not self._current:
+            # Cancelled while the segment took the lease or read the instance again: this copy may be older than the
+            # store's, which is left as it is.
+            self._wake()
+            return RunCancelledError(f"the run of instance {inst.id} was cancelled before it started", instance=inst)
         with anyio.CancelScope(shield=True):
             plan = self._plan
             if plan is not None:
@@ -2421,17 +2430,20 @@ class AgentRun(Generic[T]):
                 self._finish(plan)
                 self._plan = None
                 _drop_answered(inst, plan.message)
+            messages = inst.messages
+            if messages and not (messages[-1].user or messages[-1].assistant or messages[-1].tool_calls):
+                messages.pop()  # the empty turn of a model call not made yet (left at TurnStarted)
             waiting = {e.tool_call_id for e in inst.pending_approvals}
             if inst.ask_user is not None:
                 waiting.add(inst.ask_user.tool_call_id)
-            for message in inst.messages:
+            for message in messages:
                 for call in message.tool_calls:
                     if call.result is None and call.id is not None and call.id not in waiting:
                         unstarted.add(call.id)
             self._unstarted = unstarted or None
             try:
                 await self._save()
-            except StorageError as error:
+            except Exception as error:  # not raised: the follower is gone, and GeneratorExit must go on
                 await self._record(_error_record(inst, error, "save"))
 
     async def _failed(self, error: BaseException) -> None:
