@@ -1069,7 +1069,7 @@ class AgentRun(Generic[T]):
                 TextPart(self._render(p.text, f"initialPrompts[{index}]")) if isinstance(p, TextPart) else p
                 for p in prompt.assistant
             ]
-            calls = [_injected(c) for c in prompt.tool_calls if when_holds(c.when, self._render)]
+            calls = _runtime().kept_calls([_injected(c) for c in prompt.tool_calls if when_holds(c.when, self._render)])
             if not user and not assistant and not calls:
                 continue
             message = Message(
@@ -1479,7 +1479,7 @@ class AgentRun(Generic[T]):
         message = decision.message
         if message is not None:
             turn.assistant = list(message.assistant)
-            turn.tool_calls = [_clone(c) for c in message.tool_calls]
+            turn.tool_calls = _runtime().kept_calls([_clone(c) for c in message.tool_calls])
         else:
             turn.assistant = [TextPart(decision.text or "")]
         await self._save()
@@ -1520,7 +1520,7 @@ class AgentRun(Generic[T]):
             if ctx.message is not turn:
                 changed = _clone(turn)
                 changed.assistant = list(ctx.message.assistant)
-                changed.tool_calls = list(ctx.message.tool_calls)
+                changed.tool_calls = _runtime().kept_calls(ctx.message.tool_calls)
                 self._replace(turn, changed)
                 turn = changed
                 await self._save()
@@ -1630,10 +1630,7 @@ class AgentRun(Generic[T]):
             if tool is None:
                 early = tools_module.ToolResult.error(_unknown(call.tool, tools))
             elif call.invalid_inputs is not None:
-                shown = call.invalid_inputs if len(call.invalid_inputs) <= 200 else call.invalid_inputs[:200] + "..."
-                early = tools_module.ToolResult.error(
-                    f"The arguments of tool '{call.tool}' are not a JSON object: {shown}"
-                )
+                early = tools_module.ToolResult.error(_not_an_object(call))
             else:
                 inputs = _restored(call.inputs, tool.input_schema, restore_optional_nulls)
                 held: tuple[str | None, str] | None = None
@@ -2619,6 +2616,20 @@ def _injected(call: ToolCall) -> ToolCall:
     if made.id is None:
         made.id = "call_" + new_message_id().replace("-", "")[:24]
     return made
+
+
+def _not_an_object(call: ToolCall) -> str:
+    text = call.invalid_inputs or ""
+    shown = text if len(text) <= 200 else text[:200] + "..."
+    if text.startswith("{"):
+        try:
+            deep = isinstance(msgspec.json.decode(text), dict)
+        except msgspec.DecodeError:
+            deep = False
+        if deep:  # an object kept as text because it nests too deep to be saved as it is
+            depth = _runtime().MAX_INPUT_DEPTH
+            return f"The arguments of tool '{call.tool}' nest deeper than {depth} levels: {shown}"
+    return f"The arguments of tool '{call.tool}' are not a JSON object: {shown}"
 
 
 def _unknown(name: str, tools: Mapping[str, Any]) -> str:

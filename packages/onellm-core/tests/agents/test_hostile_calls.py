@@ -1,0 +1,432 @@
+"""What the model, the tools and the hooks hand the loop when they misbehave: arguments that are not an object, names
+that are no tool's, repeated or empty call ids, hundreds of calls, odd return values, exceptions past `Exception`,
+hooks that raise, answer with the wrong decision or a decision that cannot be used. Each ends as the Agents page says
+(an error result the model reads and the loop goes on, or a typed error), with its records written and the saved
+instance readable and able to go on."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import msgspec
+import pytest
+
+import onellm
+from onellm import StopReason
+from onellm.agents import (
+    AfterInference,
+    BeforeInference,
+    ModifyMessage,
+    Respond,
+)
+from onellm.errors import StorageError
+from onellm.instances import FileInstanceStore, Instance
+from onellm.messages import JsonPart, Message, TextPart, ToolCall
+from onellm.records import Record
+
+from .conftest import Harness, calls, done, make_runtime, say
+
+pytestmark = pytest.mark.anyio
+
+
+async def read_back(h: Harness, instance_id: str | None) -> Instance:
+    """The instance as a new store over the same folder reads it."""
+    assert instance_id is not None
+    loaded = await FileInstanceStore(h.folder / "instances", durable=False).load(instance_id)
+    assert loaded is not None
+    return loaded
+
+
+async def goes_on(h: Harness, instance_id: str | None, *tools: Any) -> onellm.AgentResult[Any]:
+    """Message the saved instance through a new runtime over the same store: the run takes it up again."""
+    assert instance_id is not None
+    records: list[Record] = []
+    store = FileInstanceStore(h.folder / "instances", durable=False)
+    runtime, provider = make_runtime(h.folder, store, [], records)
+    runtime.tools.add(*tools)
+    provider.enqueue(say("going on"))
+    run = await runtime.get_agent(instance_id)
+    await run.message("Go on.")
+    result = await run.result()
+    assert result.text == "going on"
+    return result
+
+
+def texts(result: list[Any] | None) -> str:
+    assert result is not None
+    return "".join(p.text for p in result if isinstance(p, TextPart))
+
+
+# ------------------------------------------------------------------------------------------------ the model's side
+
+
+async def test_arguments_that_are_not_a_json_object_are_error_results_kept_as_sent(file_harness: Harness) -> None:
+    h = file_harness
+    long_text = "[" + "1, " * 200 + "1]"
+    h.script(
+        calls(
+            ("n", "echo", "null"),
+            ("i", "echo", "42"),
+            ("s", "echo", '"text"'),
+            ("l", "echo", long_text),
+            ("x", "echo", "{not json"),
+            ("e", "echo", ""),
+        ),
+        done(),
+    )
+    result = await h.runtime.run_agent(h.agent())
+    assert result.stop_reason is StopReason.COMPLETED
+    assert h.ran == []
+    first = result.instance.messages[0].tool_calls
+    assert all(c.is_error for c in first[:5])
+    assert texts(first[0].result) == "The arguments of tool 'echo' are not a JSON object: null"
+    assert texts(first[3].result) == f"The arguments of tool 'echo' are not a JSON object: {long_text[:200]}..."
+    saved = await read_back(h, result.instance.id)
+    kept = saved.messages[0].tool_calls
+    assert [c.invalid_inputs for c in kept[:5]] == ["null", "42", '"text"', long_text, "{not json"]
+    assert [c.result for c in kept] == [c.result for c in first]
+
+
+async def test_tool_names_that_are_empty_spaced_or_in_another_case_are_unknown(harness: Harness) -> None:
+    h = harness
+    h.script(
+        calls(
+            ("a", "", {"text": "x"}), ("b", "ec ho", {"text": "x"}), ("c", "ECHO", {"text": "x"}), ("d", " echo", {})
+        ),
+        done(),
+    )
+    result = await h.runtime.run_agent(h.agent())
+    assert h.ran == []
+    answered = result.instance.messages[0].tool_calls
+    assert all(c.is_error for c in answered)
+    assert [texts(c.result) for c in answered] == [
+        f"Unknown tool '{name}'. The tools you can call are: echo, task_complete."
+        for name in ("", "ec ho", "ECHO", " echo")
+    ]
+
+
+def nested(levels: int) -> Any:
+    value: Any = "bottom"
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+async def test_deeply_nested_and_huge_arguments(file_harness: Harness) -> None:
+    # Saved as they came, arguments 400 levels deep made an instance file no store would read back.
+    h = file_harness
+    huge = "y" * 1_000_000
+    h.script(
+        calls(("d", "echo", {"text": nested(400)}), ("h", "echo", {"text": huge}), ("s", "echo", {"text": nested(60)})),
+        done(),
+    )
+    result = await h.runtime.run_agent(h.agent())
+    deep_call, huge_call, shallow_call = result.instance.messages[0].tool_calls
+    assert deep_call.is_error
+    assert texts(deep_call.result).startswith("The arguments of tool 'echo' nest deeper than 64 levels: {")
+    assert deep_call.inputs == {}
+    assert deep_call.invalid_inputs is not None
+    assert msgspec.json.decode(deep_call.invalid_inputs) == {"text": nested(400)}  # kept whole, as text
+    assert texts(huge_call.result) == "echo: " + huge
+    assert texts(shallow_call.result) == "Argument 'text' must be a string, not an array."
+    saved = await read_back(h, result.instance.id)
+    assert saved.messages[0].tool_calls[0].invalid_inputs == deep_call.invalid_inputs
+    assert saved.messages[0].tool_calls[1].inputs == {"text": huge}
+    assert saved.messages[0].tool_calls[2].inputs == {"text": nested(60)}
+    await goes_on(h, result.instance.id)
+
+
+async def test_a_result_nested_too_deep_is_an_error_result_and_the_instance_reads_back(file_harness: Harness) -> None:
+    h = file_harness
+
+    @onellm.tool
+    def tower(levels: int) -> Any:
+        """Returns a value nested `levels` deep.
+
+        Args:
+            levels: How deep.
+        """
+        return nested(levels)
+
+    h.runtime.tools.add(tower)
+    h.script(calls(("d", "tower", {"levels": 150}), ("s", "tower", {"levels": 60})), done())
+    result = await h.runtime.run_agent(h.agent(tools="[tower, task_complete]"))
+    deep_call, shallow_call = result.instance.messages[0].tool_calls
+    assert deep_call.is_error
+    assert texts(deep_call.result) == (
+        "Tool 'tower' returned a value that cannot be sent: the value is nested too deeply to be sent as JSON"
+    )
+    assert shallow_call.result == [JsonPart(json=nested(60))]
+    saved = await read_back(h, result.instance.id)
+    assert saved.messages[0].tool_calls[1].result == shallow_call.result
+    await goes_on(h, result.instance.id, tower)
+
+
+async def test_repeated_and_empty_call_ids_get_ids_of_their_own(file_harness: Harness) -> None:
+    # A model that repeats an id (or sends none) must not leave a saved turn that the next run refuses to read.
+    h = file_harness
+    h.script(
+        calls(
+            ("a", "echo", {"text": "1"}),
+            ("a", "echo", {"text": "2"}),
+            ("", "echo", {"text": "3"}),
+            ("", "echo", {"text": "4"}),
+        ),
+        done(),
+    )
+    result = await h.runtime.run_agent(h.agent())
+    assert result.stop_reason is StopReason.COMPLETED
+    assert sorted(h.ran, key=str) == [("echo", {"text": t}) for t in "1234"]
+    answered = result.instance.messages[0].tool_calls
+    ids = [c.id for c in answered]
+    assert ids[0] == "a"
+    assert all(ids)
+    assert len(set(ids)) == 4
+    assert [texts(c.result) for c in answered] == [f"echo: {t}" for t in "1234"]
+    sent = h.provider.requests[1].messages[0].tool_calls
+    assert [c.id for c in sent] == ids  # the model reads each result under the id its call now has
+    saved = await read_back(h, result.instance.id)
+    assert [c.id for c in saved.messages[0].tool_calls] == ids
+    await goes_on(h, result.instance.id)
+
+
+async def test_held_calls_with_one_id_are_decided_one_by_one(file_harness: Harness) -> None:
+    h = file_harness
+    h.script(calls(("a", "deploy", {"target": "staging"}), ("a", "deploy", {"target": "prod"})), done())
+    run = await h.runtime.start_agent(h.agent(tools="[deploy, task_complete]"))
+    held = await run.result()
+    assert held.stop_reason is StopReason.WAITING_FOR_APPROVAL
+    first, second = (e.tool_call_id for e in held.instance.pending_approvals)
+    assert first == "a"
+    assert second is not None
+    assert second != "a"
+    await run.approve("a")
+    await run.deny(second, reason="not prod")
+    result = await run.result()
+    assert result.stop_reason is StopReason.COMPLETED
+    assert h.ran == [("deploy", {"target": "staging"})]
+    staging, prod = result.instance.messages[0].tool_calls
+    assert texts(staging.result) == "deployed to staging"
+    assert prod.is_error
+    assert "not prod" in texts(prod.result)
+    await goes_on(h, run.instance_id)
+
+
+async def test_repeated_ids_from_a_hook_or_the_definition_get_ids_of_their_own(file_harness: Harness) -> None:
+    h = file_harness
+
+    def answer(ctx: BeforeInference) -> Respond | None:
+        if ctx.turn > 1:
+            return None
+        repeated = [ToolCall(id="x", tool="echo", inputs={"text": t}) for t in ("1", "2")]
+        return Respond(message=Message(tool_calls=repeated))
+
+    h.runtime.hooks.add(answer, point="beforeInference", name="cache")
+    extra = (
+        "  - toolCalls:\n"
+        "      - id: same\n        tool: echo\n        inputs: {text: first}\n"
+        "      - id: same\n        tool: echo\n        inputs: {text: second}\n"
+    )
+    h.script(done())
+    result = await h.runtime.run_agent(h.agent(extra=extra))
+    assert result.stop_reason is StopReason.COMPLETED
+    injected = next(m for m in result.instance.messages if m.tool_calls and m.tool_calls[0].injected)
+    answered = next(m for m in result.instance.messages if m.tool_calls and m.tool_calls[0].id == "x")
+    for message in (injected, answered):
+        ids = [c.id for c in message.tool_calls]
+        assert len(set(ids)) == 2
+        assert all(c.result is not None and not c.is_error for c in message.tool_calls)
+    assert sorted(t["text"] for _, t in h.ran) == ["1", "2", "first", "second"]
+    await goes_on(h, result.instance.id)
+
+
+async def test_a_modified_answer_with_repeated_ids_gets_ids_of_its_own(harness: Harness) -> None:
+    h = harness
+
+    def twice(ctx: AfterInference) -> ModifyMessage | None:
+        if not ctx.message.tool_calls or ctx.message.tool_calls[0].tool != "echo":
+            return None
+        call = ctx.message.tool_calls[0]
+        return ModifyMessage(message=Message(tool_calls=[call, call]))
+
+    h.runtime.hooks.add(twice, point="afterInference", name="twice")
+    h.script(calls(("e", "echo", {"text": "x"})), done())
+    result = await h.runtime.run_agent(h.agent())
+    first, second = result.instance.messages[0].tool_calls
+    assert first.id == "e"
+    assert second.id not in (None, "", "e")
+    assert h.ran == [("echo", {"text": "x"})] * 2
+
+
+async def test_hundreds_of_calls_in_one_turn_all_run_and_keep_call_order(file_harness: Harness) -> None:
+    h = file_harness
+    h.script(calls(*((f"c{i}", "echo", {"text": str(i)}) for i in range(300))), done())
+    result = await h.runtime.run_agent(h.agent())
+    assert result.stop_reason is StopReason.COMPLETED
+    assert len(h.ran) == 300
+    saved = await read_back(h, result.instance.id)
+    answered = saved.messages[0].tool_calls
+    assert [texts(c.result) for c in answered] == [f"echo: {i}" for i in range(300)]
+    assert len(h.provider.requests[1].messages[0].tool_calls) == 300
+
+
+async def test_task_complete_beside_other_calls_runs_the_rest_and_the_first_fitting_one_ends(harness: Harness) -> None:
+    h = harness
+    h.script(
+        calls(
+            ("bad", "task_complete", {"result": {"ok": "yes"}, "summary": "s"}),
+            ("e", "echo", {"text": "after"}),
+            ("good", "task_complete", {"result": {"ok": True}, "summary": "fits"}),
+            ("late", "task_complete", {"result": {"ok": False}, "summary": "also"}),
+        )
+    )
+    path = h.agent(
+        extra="outputSchema:\n  type: object\n  properties:\n    ok:\n      type: boolean\n  required: [ok]\n"
+        "  additionalProperties: false\n"
+    )
+    result = await h.runtime.run_agent(path)
+    assert result.stop_reason is StopReason.COMPLETED
+    assert result.output == {"ok": True}
+    assert h.ran == [("echo", {"text": "after"})]
+    bad, echo, good, late = result.instance.messages[0].tool_calls
+    assert bad.is_error
+    assert "ok" in texts(bad.result)
+    assert not echo.is_error
+    assert not good.is_error
+    assert late.result is not None
+
+
+async def test_task_complete_that_never_fits_leaves_the_loop_going(harness: Harness) -> None:
+    h = harness
+    path = h.agent(
+        tools="[task_complete]",
+        extra="outputSchema:\n  type: object\n  properties:\n    n:\n      type: integer\n  required: [n]\n",
+    )
+    h.script(
+        calls(("t1", "task_complete", {"result": [1], "summary": "s"})),
+        calls(("t2", "task_complete", {"result": None, "summary": "s"})),
+        calls(("t3", "task_complete", "[]")),
+        say("I give up."),
+    )
+    result = await h.runtime.run_agent(path)
+    assert result.stop_reason is StopReason.WAITING
+    answered = [m.tool_calls[0] for m in result.instance.messages if m.tool_calls]
+    assert [c.is_error for c in answered] == [True, True, True]
+
+
+# ------------------------------------------------------------------------------------------------ the tools' side
+
+
+def odd_tools() -> list[Any]:
+    @onellm.tool
+    def nothing() -> None:
+        """Returns None."""
+
+    @onellm.tool
+    def raw_bytes() -> Any:
+        """Returns bytes."""
+        return b"\x00\xff"
+
+    @onellm.tool
+    def an_object() -> Any:
+        """Returns something with no JSON form."""
+        return object()
+
+    @onellm.tool
+    def a_generator() -> Any:
+        """Returns a generator."""
+        return (i for i in range(3))
+
+    @onellm.tool
+    def number_keys() -> Any:
+        """Returns a dict with keys that are not strings."""
+        return {1: "one"}
+
+    @onellm.tool
+    def not_a_number() -> Any:
+        """Returns NaN inside JSON."""
+        return {"x": float("nan")}
+
+    @onellm.tool
+    def unawaited() -> Any:
+        """A sync tool that returns a coroutine."""
+
+        async def later() -> str:
+            return "awaited"
+
+        return later()
+
+    @onellm.tool
+    def a_lot() -> str:
+        """Returns a huge string."""
+        return "z" * 2_000_000
+
+    @onellm.tool
+    def value_error() -> str:
+        """Raises ValueError."""
+        raise ValueError("bad value")
+
+    @onellm.tool
+    def storage_error() -> str:
+        """Raises an OnellmError."""
+        raise StorageError("disk gone")
+
+    return [
+        nothing,
+        raw_bytes,
+        an_object,
+        a_generator,
+        number_keys,
+        not_a_number,
+        unawaited,
+        a_lot,
+        value_error,
+        storage_error,
+    ]
+
+
+async def test_odd_return_values_and_exceptions_are_results_the_model_reads(file_harness: Harness) -> None:
+    h = file_harness
+    tools = odd_tools()
+    h.runtime.tools.add(*tools)
+    names = [t.name for t in tools]
+    h.script(calls(*((n, n, {}) for n in names)), done())
+    result = await h.runtime.run_agent(h.agent(tools="[" + ", ".join(names) + ", task_complete]"))
+    assert result.stop_reason is StopReason.COMPLETED
+    by_id = {c.id: c for c in result.instance.messages[0].tool_calls}
+    assert (by_id["nothing"].is_error, by_id["nothing"].result) == (False, [])
+    assert by_id["raw_bytes"].result == [JsonPart(json="AP8=")]  # bytes travel as base64 text
+    cannot = "returned a value that cannot be sent"
+    assert texts(by_id["an_object"].result) == f"Tool 'an_object' {cannot}: a object cannot be sent as JSON"
+    assert texts(by_id["a_generator"].result) == f"Tool 'a_generator' {cannot}: a generator cannot be sent as JSON"
+    assert "a dict key must be a string" in texts(by_id["number_keys"].result)
+    assert "nan has no JSON form" in texts(by_id["not_a_number"].result)
+    assert all(by_id[n].is_error for n in ("an_object", "a_generator", "number_keys", "not_a_number"))
+    assert texts(by_id["unawaited"].result) == "awaited"
+    assert len(texts(by_id["a_lot"].result)) == 2_000_000
+    assert texts(by_id["value_error"].result) == "Tool 'value_error' failed: ValueError: bad value"
+    assert texts(by_id["storage_error"].result) == "Tool 'storage_error' failed: StorageError: disk gone"
+    saved = await read_back(h, result.instance.id)
+    assert [c.result for c in saved.messages[0].tool_calls] == [c.result for c in by_id.values()]
+    await goes_on(h, result.instance.id, *tools)
+
+
+async def test_a_sync_tool_blocking_past_its_timeout_is_an_error_and_the_loop_goes_on(harness: Harness) -> None:
+    h = harness
+
+    @onellm.tool(timeout_seconds=0.05)
+    def stuck() -> str:
+        """Blocks its worker thread."""
+        time.sleep(1.5)
+        return "late"
+
+    h.runtime.tools.add(stuck)
+    h.script(calls(("s", "stuck", {}), ("e", "echo", {"text": "x"})), done())
+    started = time.perf_counter()
+    result = await h.runtime.run_agent(h.agent(tools="[stuck, echo, task_complete]"))
+    assert time.perf_counter() - started < 1.2  # the worker thread is left behind, not waited for
+    stuck_call, echo_call = result.instance.messages[0].tool_calls
+    assert stuck_call.is_error
+    assert texts(stuck_call.result) == "Tool 'stuck' timed out after 0.05 s."
+    assert texts(echo_call.result) == "echo: x"
