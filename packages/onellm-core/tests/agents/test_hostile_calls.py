@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import anyio
 import msgspec
 import pytest
 
@@ -16,11 +17,18 @@ import onellm
 from onellm import StopReason
 from onellm.agents import (
     AfterInference,
+    AfterToolCall,
+    BeforeCompaction,
     BeforeInference,
+    BeforeToolCall,
+    Block,
+    ModifyInputs,
     ModifyMessage,
+    ModifyResult,
+    RequireApproval,
     Respond,
 )
-from onellm.errors import StorageError
+from onellm.errors import HookBlockedError, StorageError
 from onellm.instances import FileInstanceStore, Instance
 from onellm.messages import JsonPart, Message, TextPart, ToolCall
 from onellm.records import Record
@@ -430,3 +438,225 @@ async def test_a_sync_tool_blocking_past_its_timeout_is_an_error_and_the_loop_go
     assert stuck_call.is_error
     assert texts(stuck_call.result) == "Tool 'stuck' timed out after 0.05 s."
     assert texts(echo_call.result) == "echo: x"
+
+
+# ------------------------------------------------------------------------------------------------ the hooks' side
+
+
+def hook_at(h: Harness, point: str, fn: Any, name: str = "odd") -> None:
+    h.runtime.hooks.add(fn, point=point, name=name)
+
+
+@pytest.mark.parametrize("point", ["beforeInference", "afterInference"])
+async def test_a_raising_hook_around_inference_fails_the_run_naming_hook_and_point(
+    file_harness: Harness, point: str
+) -> None:
+    h = file_harness
+
+    def broken(ctx: Any) -> None:
+        raise LookupError("policy table missing")
+
+    hook_at(h, point, broken, "policy")
+    h.script(calls(("e", "echo", {"text": "x"})))
+    run = await h.runtime.start_agent(h.agent())
+    with pytest.raises(HookBlockedError) as caught:
+        await run.result()
+    error = caught.value
+    assert (error.point, error.hook) == (point, "policy")
+    assert str(error) == (
+        f"hook policy blocked the run of instance {run.instance_id} at {point}: "
+        f"hook policy failed at {point}: LookupError: policy table missing"
+    )
+    assert h.ran == []
+    (record,) = h.kinds("hook")
+    assert (record.point, record.hook, record.decision) == (point, "policy", "block")
+    assert h.kinds("error")[0].where == f"hook policy at {point}"
+    saved = await read_back(h, run.instance_id)
+    assert saved.state == "error"
+    assert saved.error is not None
+    assert saved.error.type == "HookBlockedError"
+    await goes_on(h, run.instance_id)
+
+
+async def test_an_explicit_block_names_its_hook_too(harness: Harness) -> None:
+    h = harness
+    hook_at(h, "afterInference", lambda ctx: Block("off topic"), "guard")
+    h.script(say("hello"))
+    with pytest.raises(HookBlockedError) as caught:
+        await h.runtime.run_agent(h.agent())
+    assert (caught.value.point, caught.value.hook, caught.value.reason) == ("afterInference", "guard", "off topic")
+    assert str(caught.value).startswith("hook guard blocked the run of instance ")
+
+
+@pytest.mark.parametrize("point", ["beforeToolCall", "afterToolCall"])
+async def test_a_raising_hook_around_a_tool_call_is_an_error_result_and_the_loop_goes_on(
+    file_harness: Harness, point: str
+) -> None:
+    h = file_harness
+
+    def broken(ctx: Any) -> None:
+        if ctx.call.tool == "echo":
+            raise ValueError("no rule for echo")
+
+    hook_at(h, point, broken)
+    h.script(calls(("e", "echo", {"text": "x"})), done())
+    result = await h.runtime.run_agent(h.agent())
+    assert result.stop_reason is StopReason.COMPLETED
+    call = result.instance.messages[0].tool_calls[0]
+    assert call.is_error
+    assert "hook odd failed at " + point + ": ValueError: no rule for echo" in texts(call.result)
+    assert h.ran == ([] if point == "beforeToolCall" else [("echo", {"text": "x"})])
+    assert [(r.point, r.decision) for r in h.kinds("hook")] == [(point, "block")]
+    saved = await read_back(h, result.instance.id)
+    assert saved.messages[0].tool_calls[0].result == call.result
+
+
+async def test_a_raising_compaction_hook_skips_the_compaction(harness: Harness) -> None:
+    h = harness
+
+    def broken(ctx: BeforeCompaction) -> None:
+        raise RuntimeError("no budget table")
+
+    hook_at(h, "beforeCompaction", broken)
+    path = h.agent(extra="contextStrategy:\n  type: clearToolResults\n  triggerPercent: 1\n  keepLast: 0\n")
+    h.script(calls(("c1", "echo", {"text": "x"}), usage=(20_000, 10)), done())
+    result = await h.runtime.run_agent(path)
+    assert result.stop_reason is StopReason.COMPLETED
+    assert result.instance.compactions == []
+    assert [(r.point, r.decision) for r in h.kinds("hook")] == [("beforeCompaction", "block")]
+
+
+WRONG_DECISIONS: list[tuple[str, Any]] = [
+    ("beforeInference", ModifyResult("x")),
+    ("beforeInference", RequireApproval()),
+    ("afterInference", Respond(text="x")),
+    ("afterInference", ModifyInputs({})),
+    ("beforeToolCall", ModifyMessage(text="x")),
+    ("beforeToolCall", ModifyResult("x")),
+    ("afterToolCall", RequireApproval()),
+    ("afterToolCall", Respond(text="x")),
+    ("beforeToolCall", "yes"),
+    ("afterToolCall", True),
+]
+
+
+@pytest.mark.parametrize(("point", "decision"), WRONG_DECISIONS)
+async def test_a_decision_the_point_does_not_take_fails_closed(harness: Harness, point: str, decision: Any) -> None:
+    h = harness
+    hook_at(h, point, lambda ctx: decision if getattr(getattr(ctx, "call", None), "tool", "echo") == "echo" else None)
+    h.script(calls(("e", "echo", {"text": "x"})), done())
+    run = await h.runtime.start_agent(h.agent())
+    bad = f"hook odd returned an invalid decision at {point}: {point} takes "
+    if point in ("beforeInference", "afterInference"):
+        with pytest.raises(HookBlockedError) as caught:
+            await run.result()
+        assert (caught.value.point, caught.value.hook) == (point, "odd")
+        assert bad in str(caught.value)
+    else:
+        result = await run.result()
+        call = result.instance.messages[0].tool_calls[0]
+        assert call.is_error
+        assert bad in texts(call.result)
+        assert f"not {type(decision).__name__}" in texts(call.result)
+    assert [(r.point, r.decision) for r in h.kinds("hook")] == [(point, "block")]
+
+
+async def test_every_decision_that_changes_the_step_is_a_hook_record(file_harness: Harness) -> None:
+    h = file_harness
+
+    def before(ctx: BeforeToolCall) -> Any:
+        return {
+            "m": ModifyInputs({"text": "changed"}),
+            "b": Block("no"),
+            "r": Respond(text="answered"),
+            "q": RequireApproval("check first"),
+        }.get(ctx.call.id or "")
+
+    def after(ctx: AfterToolCall) -> Any:
+        return ModifyResult({"wrapped": ctx.result.text}) if ctx.call.id == "m" else None
+
+    hook_at(h, "beforeToolCall", before, "gate")
+    hook_at(h, "afterToolCall", after, "wrap")
+    h.script(
+        calls(
+            ("m", "echo", {"text": "x"}),
+            ("b", "echo", {"text": "x"}),
+            ("r", "echo", {"text": "x"}),
+            ("q", "echo", {"text": "x"}),
+        ),
+        done(),
+    )
+    run = await h.runtime.start_agent(h.agent())
+    held = await run.result()
+    assert held.stop_reason is StopReason.WAITING_FOR_APPROVAL
+    assert [(r.hook, r.decision, r.reason) for r in h.kinds("hook")] == [
+        ("gate", "modify", None),
+        ("gate", "block", "no"),
+        ("gate", "respond", None),
+        ("gate", "requireApproval", "check first"),
+        ("wrap", "modify", None),
+    ]
+    saved = await read_back(h, run.instance_id)
+    (pending,) = saved.pending_approvals
+    assert (pending.tool_call_id, pending.reason) == ("q", "check first")
+    m, b, r, q = saved.messages[0].tool_calls
+    assert m.result == [JsonPart(json={"wrapped": "echo: changed"})]
+    assert texts(b.result) == "A hook blocked this call: no"
+    assert texts(r.result) == "answered"
+    assert q.result is None
+    await run.approve("q")
+    result = await run.result()
+    assert result.stop_reason is StopReason.COMPLETED
+    assert h.ran == [("echo", {"text": "changed"}), ("echo", {"text": "x"})]
+
+
+@pytest.mark.parametrize("point", ["onMessage", "onStateChange", "onCost", "streamEvent"])
+async def test_a_raising_observer_is_an_error_record_and_the_run_goes_on(harness: Harness, point: str) -> None:
+    h = harness
+    seen: list[str] = []
+
+    def broken(ctx: Any) -> None:
+        seen.append(type(ctx).__name__)
+        raise RuntimeError("dashboard down")
+
+    hook_at(h, point, broken, "dashboard")
+    h.script(calls(("e", "echo", {"text": "x"}), usage=(1000, 100)), done())
+    result = await h.runtime.run_agent(h.agent())
+    assert result.stop_reason is StopReason.COMPLETED
+    assert seen
+    errors = h.kinds("error")
+    assert len(errors) == len(seen)
+    assert {(e.error_type, e.where, e.message) for e in errors} == {
+        ("RuntimeError", f"hook dashboard at {point}", "dashboard down")
+    }
+    assert h.kinds("hook") == []
+
+
+async def test_a_slow_hook_is_cancelled_with_the_run(file_harness: Harness) -> None:
+    h = file_harness
+    entered = anyio.Event()
+
+    async def slow(ctx: BeforeToolCall) -> None:
+        entered.set()
+        await anyio.sleep(30)
+
+    hook_at(h, "beforeToolCall", slow, "slow")
+    h.script(calls(("e", "echo", {"text": "x"})), done())
+    run = await h.runtime.start_agent(h.agent())
+
+    async def cancel_when_entered() -> None:
+        await entered.wait()
+        await run.cancel()
+
+    started = time.perf_counter()
+    async with anyio.create_task_group() as group:
+        group.start_soon(cancel_when_entered)
+        with pytest.raises(onellm.RunCancelledError):
+            await run.result()
+    assert time.perf_counter() - started < 5
+    assert h.ran == []
+    saved = await read_back(h, run.instance_id)
+    assert (saved.state, saved.cancelled) == ("stopped", True)
+    call = saved.messages[0].tool_calls[0]
+    assert call.is_error
+    assert texts(call.result) == "The call was cancelled before it ran."

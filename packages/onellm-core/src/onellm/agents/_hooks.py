@@ -647,6 +647,7 @@ class RunHooks:
         "before_compaction",
         "before_inference",
         "before_tool_call",
+        "decided_by",
         "on_cost",
         "on_message",
         "on_state_change",
@@ -656,6 +657,8 @@ class RunHooks:
 
     def __init__(self, services: RuntimeServices, host: Hooks | None, definition: Sequence[DefinitionHook]) -> None:
         self.services = services
+        self.decided_by: str | None = None
+        """The hook whose `Block`, `Respond` or `RequireApproval` (or failure) ended the last chain."""
 
         def entries(point: str) -> tuple[Any, ...]:
             own = host._entries(point) if host is not None else ()
@@ -719,6 +722,7 @@ class RunHooks:
                     _hook_record(instance_id, message_id, point, entry.name, "block", reason),
                     _error_record(instance_id, message_id, exc, f"hook {entry.name} at {point}"),
                 )
+                self.decided_by = entry.name
                 return Block(reason)
             if decision is None or isinstance(decision, Continue):
                 continue
@@ -729,6 +733,7 @@ class RunHooks:
                 _apply(ctx, decision)
                 payload = None
                 continue
+            self.decided_by = entry.name
             return decision
         return None
 

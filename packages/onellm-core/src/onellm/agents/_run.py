@@ -1387,7 +1387,7 @@ class AgentRun(Generic[T]):
                 call.request = ctx.request
                 if isinstance(decision, Block):
                     self._drop_turn(turn, original)
-                    raise _blocked("beforeInference", decision.reason, inst)
+                    raise _blocked("beforeInference", decision.reason, inst, hooks.decided_by)
                 if isinstance(decision, Respond):
                     return await self._respond(turn, decision)
             scope = None
@@ -1532,7 +1532,7 @@ class AgentRun(Generic[T]):
                     for i, _ in enumerate(turn.tool_calls):
                         plan.results[i] = ToolResult.error("Not run: a hook blocked the answer that made this call.")
                     self._finish(plan)
-                raise _blocked("afterInference", decision.reason, inst)
+                raise _blocked("afterInference", decision.reason, inst, hooks.decided_by)
         cost = answer.cost
         if self._listen:
             self._emit(
@@ -2660,11 +2660,12 @@ def _ended(instance_id: str | None, call: ToolCall, result: ToolResult, duration
     )
 
 
-def _blocked(point: str, reason: str | None, instance: Instance) -> HookBlockedError:
+def _blocked(point: str, reason: str | None, instance: Instance, hook: str | None) -> HookBlockedError:
     because = reason or "no reason given"
     return HookBlockedError(
-        f"a hook blocked the run of instance {instance.id} at {point}: {because}",
+        f"hook {hook} blocked the run of instance {instance.id} at {point}: {because}",
         point=point,
+        hook=hook,
         reason=reason,
         instance=instance,
     )
