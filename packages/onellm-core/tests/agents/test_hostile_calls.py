@@ -24,6 +24,7 @@ from onellm.agents import (
     Block,
     ModifyInputs,
     ModifyMessage,
+    ModifyRequest,
     ModifyResult,
     RequireApproval,
     Respond,
@@ -559,6 +560,55 @@ async def test_a_decision_the_point_does_not_take_fails_closed(harness: Harness,
         assert bad in texts(call.result)
         assert f"not {type(decision).__name__}" in texts(call.result)
     assert [(r.point, r.decision) for r in h.kinds("hook")] == [(point, "block")]
+
+
+BAD_CONTENTS: list[tuple[str, Any, str]] = [
+    ("beforeToolCall", ModifyInputs(["text"]), "ModifyInputs takes a mapping of arguments by name"),  # type: ignore[arg-type]
+    ("beforeToolCall", ModifyInputs({1: "x"}), "ModifyInputs takes a mapping of arguments by name"),  # type: ignore[dict-item]
+    ("beforeToolCall", Respond(result=object()), "the result of Respond cannot be sent: a object cannot be sent"),
+    ("beforeToolCall", Respond(message=Message()), "takes a result or a text, not a message"),
+    ("afterToolCall", ModifyResult(object()), "the result of ModifyResult cannot be sent: a object cannot be sent"),
+    ("afterToolCall", ModifyResult({2: "two"}), "a dict key must be a string to be sent as JSON"),
+    ("afterToolCall", ModifyResult(float("inf")), "inf has no JSON form"),
+    ("afterInference", ModifyMessage(text="a", message=Message()), "takes a message or a text, one of them"),
+    ("afterInference", ModifyMessage(), "takes a message or a text, one of them"),
+    ("afterInference", ModifyMessage(message="hi"), "ModifyMessage.message takes a Message, not str"),  # type: ignore[arg-type]
+    ("afterInference", ModifyMessage(text=5), "ModifyMessage.text takes a str, not int"),  # type: ignore[arg-type]
+    ("beforeInference", ModifyRequest(), "ModifyRequest changes nothing"),
+    ("beforeInference", ModifyRequest(messages="hi"), "ModifyRequest.messages takes a list of Message"),  # type: ignore[arg-type]
+    ("beforeInference", ModifyRequest(system=3), "ModifyRequest.system takes a str, not int"),  # type: ignore[arg-type]
+    ("beforeInference", ModifyRequest(request={}), "ModifyRequest.request takes a ChatRequest, not dict"),  # type: ignore[arg-type]
+    ("beforeInference", Respond(message=["x"]), "Respond.message takes a Message, not list"),  # type: ignore[arg-type]
+]
+
+
+@pytest.mark.parametrize(("point", "decision", "said"), BAD_CONTENTS)
+async def test_a_decision_with_contents_that_cannot_be_used_fails_closed(
+    file_harness: Harness, point: str, decision: Any, said: str
+) -> None:
+    h = file_harness
+    hook_at(h, point, lambda ctx: decision if getattr(getattr(ctx, "call", None), "tool", "echo") == "echo" else None)
+    h.script(calls(("e", "echo", {"text": "x"})), done())
+    run = await h.runtime.start_agent(h.agent())
+    if point in ("beforeInference", "afterInference"):
+        with pytest.raises(HookBlockedError) as caught:
+            await run.result()
+        assert (caught.value.point, caught.value.hook) == (point, "odd")
+        assert said in str(caught.value)
+        assert h.ran == []
+    else:
+        result = await run.result()
+        assert result.stop_reason is StopReason.COMPLETED
+        call = result.instance.messages[0].tool_calls[0]
+        assert call.is_error
+        assert f"hook odd returned an invalid decision at {point}: " in texts(call.result)
+        assert said in texts(call.result)
+        assert h.ran == ([] if point == "beforeToolCall" else [("echo", {"text": "x"})])
+    assert [(r.point, r.hook, r.decision) for r in h.kinds("hook")] == [(point, "odd", "block")]
+    assert [e.where for e in h.kinds("error")][:1] == [f"hook odd at {point}"]
+    saved = await read_back(h, run.instance_id)
+    assert all(c.result is not None for c in saved.messages[0].tool_calls)  # never a call left without an answer
+    await goes_on(h, run.instance_id)
 
 
 async def test_every_decision_that_changes_the_step_is_a_hook_record(file_harness: Harness) -> None:

@@ -711,8 +711,7 @@ class RunHooks:
                     given = getattr(outcome, "reason", None)
                     decision = _from_definition(point, outcome)
                 else:
-                    decision = await entry.call(ctx)
-                    _check(point, decision)
+                    decision = _checked(point, await entry.call(ctx))
             except Exception as exc:
                 detail = getattr(exc, "detail", None) or str(exc) or type(exc).__name__
                 reason = f"hook {entry.name} failed at {point}: {type(exc).__name__}: {detail}"
@@ -770,7 +769,29 @@ class RunHooks:
             await services.record(*records)
 
 
+def _checked(point: str, decision: Any) -> Any:
+    """A host hook's decision, refused (`_BadDecision`) when its point does not take it or its contents cannot be
+    used; a result it gives is made a `ToolResult` here, so one that cannot be sent blocks the step as a bad decision
+    does rather than failing the run later."""
+    _check(point, decision)
+    if isinstance(decision, ModifyResult):
+        return ModifyResult(_result_of(decision.result, "ModifyResult"))
+    if isinstance(decision, Respond) and point == "beforeToolCall":
+        return Respond(result=_result_of(decision.result if decision.result is not None else decision.text, "Respond"))
+    return decision
+
+
+def _result_of(value: Any, kind: str) -> ToolResult:
+    try:
+        return as_tool_result(value)
+    except (TypeError, ValueError) as exc:
+        raise _BadDecision(f"the result of {kind} cannot be sent: {exc}") from exc
+
+
 def _check(point: str, decision: Any) -> None:
+    from onellm.messages import Message
+    from onellm.providers import ChatRequest
+
     if decision is None or isinstance(decision, Continue):
         return
     allowed = _ALLOWED[point]
@@ -789,8 +810,26 @@ def _check(point: str, decision: Any) -> None:
             raise _BadDecision("Respond before inference takes a message or a text, one of them")
         if point == "beforeToolCall" and decision.message is not None:
             raise _BadDecision("Respond before a tool call takes a result or a text, not a message")
-    if isinstance(decision, ModifyInputs) and not isinstance(decision.inputs, Mapping):
-        raise _BadDecision("ModifyInputs takes a mapping of arguments")
+    if isinstance(decision, ModifyInputs) and (
+        not isinstance(decision.inputs, Mapping) or not all(isinstance(k, str) for k in decision.inputs)
+    ):
+        raise _BadDecision("ModifyInputs takes a mapping of arguments by name")
+    if isinstance(decision, ModifyRequest):
+        if decision.request is not None and not isinstance(decision.request, ChatRequest):
+            raise _BadDecision(f"ModifyRequest.request takes a ChatRequest, not {type(decision.request).__name__}")
+        if decision.messages is not None and (
+            not isinstance(decision.messages, list | tuple)
+            or not all(isinstance(m, Message) for m in decision.messages)
+        ):
+            raise _BadDecision("ModifyRequest.messages takes a list of Message")
+        if decision.system is not None and not isinstance(decision.system, str):
+            raise _BadDecision(f"ModifyRequest.system takes a str, not {type(decision.system).__name__}")
+    if isinstance(decision, ModifyMessage | Respond):
+        kind = type(decision).__name__
+        if decision.message is not None and not isinstance(decision.message, Message):
+            raise _BadDecision(f"{kind}.message takes a Message, not {type(decision.message).__name__}")
+        if decision.text is not None and not isinstance(decision.text, str):
+            raise _BadDecision(f"{kind}.text takes a str, not {type(decision.text).__name__}")
 
 
 def _apply(ctx: Any, decision: Any) -> None:
