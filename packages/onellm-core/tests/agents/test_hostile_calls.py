@@ -441,6 +441,78 @@ async def test_a_sync_tool_blocking_past_its_timeout_is_an_error_and_the_loop_go
     assert texts(echo_call.result) == "echo: x"
 
 
+class Fatal(BaseException):
+    """An exception past `Exception`, as a tool's own library might raise."""
+
+
+@pytest.mark.parametrize("kind", [SystemExit, Fatal])
+async def test_an_exception_past_exception_in_a_turn_run_together_is_raised_as_it_came(
+    file_harness: Harness, kind: type[BaseException]
+) -> None:
+    # Raised in one of the turn's tasks it would end the event loop, or come out wrapped in an exception group.
+    h = file_harness
+    finished = anyio.Event()
+
+    @onellm.tool
+    async def first() -> str:
+        """Answers at once."""
+        finished.set()
+        return "first"
+
+    @onellm.tool
+    async def fatal() -> str:
+        """Raises past Exception once `first` answered."""
+        await finished.wait()
+        raise kind(3)
+
+    @onellm.tool
+    async def slow() -> str:
+        """Answers much later."""
+        await anyio.sleep(30)
+        return "late"
+
+    h.runtime.tools.add(first, fatal, slow)
+    h.script(calls(("a", "first", {}), ("b", "fatal", {}), ("c", "slow", {})), done())
+    run = await h.runtime.start_agent(h.agent(tools="[first, fatal, slow, task_complete]"))
+    with pytest.raises(kind) as caught:
+        await run.result()
+    assert caught.value.args == (3,)
+    saved = await read_back(h, run.instance_id)
+    assert (saved.state, saved.cancelled) == ("stopped", True)
+    a, b, c = saved.messages[-1].tool_calls
+    assert (a.is_error, texts(a.result)) == (False, "first")
+    assert b.is_error
+    assert c.is_error
+    assert texts(c.result) == "The call was cancelled before it finished."
+    (error,) = h.kinds("error")
+    assert (error.error_type, error.where) == (kind.__name__, "agent loop")
+    assert [r.event for r in h.kinds("run")] == ["started", "cancelled"]
+    await goes_on(h, run.instance_id, first, fatal, slow)
+
+
+async def test_keyboard_interrupt_in_a_turn_run_in_order_keeps_the_calls_before_it(file_harness: Harness) -> None:
+    h = file_harness
+
+    @onellm.tool(parallel_safe=False)
+    def interrupted() -> str:
+        """Ctrl-C arrives while it runs."""
+        raise KeyboardInterrupt
+
+    h.runtime.tools.add(interrupted)
+    h.script(calls(("e", "echo", {"text": "x"}), ("k", "interrupted", {}), ("l", "echo", {"text": "y"})), done())
+    run = await h.runtime.start_agent(h.agent(tools="[echo, interrupted, task_complete]"))
+    with pytest.raises(KeyboardInterrupt):
+        await run.result()
+    assert h.ran == [("echo", {"text": "x"})]
+    saved = await read_back(h, run.instance_id)
+    assert (saved.state, saved.cancelled) == ("stopped", True)
+    done_call, stopped_call, never = saved.messages[-1].tool_calls
+    assert texts(done_call.result) == "echo: x"
+    assert stopped_call.is_error
+    assert never.is_error
+    await goes_on(h, run.instance_id, interrupted)
+
+
 # ------------------------------------------------------------------------------------------------ the hooks' side
 
 
@@ -680,6 +752,24 @@ async def test_a_raising_observer_is_an_error_record_and_the_run_goes_on(harness
         ("RuntimeError", f"hook dashboard at {point}", "dashboard down")
     }
     assert h.kinds("hook") == []
+
+
+@pytest.mark.parametrize("point", ["beforeToolCall", "onCost"])
+async def test_a_hook_raising_past_exception_is_not_swallowed(file_harness: Harness, point: str) -> None:
+    h = file_harness
+
+    def fatal(ctx: Any) -> None:
+        raise SystemExit(7)
+
+    hook_at(h, point, fatal)
+    h.script(calls(("e", "echo", {"text": "x"}), usage=(1000, 100)), done())
+    run = await h.runtime.start_agent(h.agent())
+    with pytest.raises(SystemExit):
+        await run.result()
+    saved = await read_back(h, run.instance_id)
+    assert (saved.state, saved.cancelled) == ("stopped", True)
+    assert all(c.result is not None for m in saved.messages for c in m.tool_calls)
+    await goes_on(h, run.instance_id)
 
 
 async def test_a_slow_hook_is_cancelled_with_the_run(file_harness: Harness) -> None:

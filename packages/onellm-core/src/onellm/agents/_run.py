@@ -903,6 +903,15 @@ class AgentRun(Generic[T]):
         except Exception as error:
             await self._failed(error)
             raise
+        except GeneratorExit:
+            raise
+        except BaseException as interrupt:
+            # KeyboardInterrupt, SystemExit and the like, from a tool or a hook, are not swallowed: the turn so far
+            # is saved as a cancellation saves it, an error record names what stopped it, and it goes on as it came.
+            with anyio.CancelScope(shield=True):
+                await self._record(_error_record(self._instance, interrupt, "agent loop"))
+            await self._cancelled(_Cancelled(), saved=False)
+            raise
         finally:
             self._plan = None
 
@@ -1755,9 +1764,24 @@ class AgentRun(Generic[T]):
             raise _Cancelled
 
     async def _run_parallel(self, jobs: list[_Job]) -> None:
+        escaped: list[BaseException] = []
+
+        async def run(job: _Job) -> None:
+            # A tool's failure is its result; what gets past it (KeyboardInterrupt, SystemExit) would end the event
+            # loop itself when raised in a task of the group: kept, the other calls stopped, and raised as it came.
+            try:
+                await self._run_job(job)
+            except anyio.get_cancelled_exc_class():
+                raise
+            except BaseException as exc:
+                escaped.append(exc)
+                group.cancel_scope.cancel()
+
         async with anyio.create_task_group() as group:
             for job in jobs:
-                group.start_soon(self._run_job, job)
+                group.start_soon(run, job)
+        if escaped:
+            raise escaped[0]
 
     async def _run_job(self, job: _Job) -> None:
         tool = job.tool
