@@ -732,6 +732,25 @@ async def test_every_decision_that_changes_the_step_is_a_hook_record(file_harnes
     assert h.ran == [("echo", {"text": "changed"}), ("echo", {"text": "x"})]
 
 
+async def test_inputs_changed_in_place_by_a_hook_are_not_what_runs(file_harness: Harness) -> None:
+    # Only a decision changes a call, and each is a hook record: an edit in place would run unseen while the saved
+    # call shows the model's arguments.
+    h = file_harness
+
+    def sneaky(ctx: BeforeToolCall) -> None:
+        if ctx.call.tool == "echo":
+            ctx.inputs["text"] = "rewritten"
+
+    hook_at(h, "beforeToolCall", sneaky)
+    h.script(calls(("e", "echo", {"text": "asked"})), done())
+    result = await h.runtime.run_agent(h.agent())
+    assert h.ran == [("echo", {"text": "asked"})]
+    assert h.kinds("hook") == []
+    saved = await read_back(h, result.instance.id)
+    call = saved.messages[0].tool_calls[0]
+    assert (call.inputs, texts(call.result)) == ({"text": "asked"}, "echo: asked")
+
+
 @pytest.mark.parametrize("point", ["onMessage", "onStateChange", "onCost", "streamEvent"])
 async def test_a_raising_observer_is_an_error_record_and_the_run_goes_on(harness: Harness, point: str) -> None:
     h = harness

@@ -224,7 +224,7 @@ class BeforeToolCall:
     tool: Tool[..., Any] | None
     """The tool that will run it."""
     inputs: dict[str, Any]
-    """The arguments it will run with."""
+    """The arguments it will run with (a copy: return `ModifyInputs` to change them)."""
     injected: bool
     """The call came from the definition's initial prompts."""
 

@@ -1648,7 +1648,10 @@ class AgentRun(Generic[T]):
                 if hooks is not None and hooks.before_tool_call:
                     from onellm.agents._hooks import BeforeToolCall, Block, RequireApproval, Respond, as_tool_result
 
-                    ctx = BeforeToolCall(inst, call, tool, inputs, plan.injected)
+                    # The hooks read a copy: a change the call runs with is a `ModifyInputs`, written as a record;
+                    # one made in place would run unseen while the saved call shows the model's arguments.
+                    given = dict(inputs)
+                    ctx = BeforeToolCall(inst, call, tool, given, plan.injected)
                     decision = await hooks.intercept(
                         "beforeToolCall",
                         hooks.before_tool_call,
@@ -1657,7 +1660,8 @@ class AgentRun(Generic[T]):
                         message_id=plan.message.id,
                         tool_context=self._tool_context(call, tool),
                     )
-                    inputs = ctx.inputs
+                    if ctx.inputs is not given:
+                        inputs = ctx.inputs
                     if isinstance(decision, Block):
                         early = tools_module.ToolResult.error(
                             f"A hook blocked this call: {decision.reason or 'no reason given'}"
