@@ -33,6 +33,7 @@ from onellm.errors import HookBlockedError, StorageError
 from onellm.instances import FileInstanceStore, Instance
 from onellm.messages import JsonPart, Message, TextPart, ToolCall
 from onellm.records import Record
+from onellm.tools import ToolResult
 
 from .conftest import Harness, calls, done, make_runtime, say
 
@@ -381,7 +382,19 @@ def odd_tools() -> list[Any]:
         """Raises an OnellmError."""
         raise StorageError("disk gone")
 
+    @onellm.tool
+    def hand_built() -> Any:
+        """Returns a ToolResult whose JSON part holds something with no JSON form."""
+        return ToolResult(parts=[JsonPart(json={"at": object()})])
+
+    @onellm.tool
+    def number_text() -> Any:
+        """Returns a text part whose text is a number."""
+        return [TextPart(text=5)]  # type: ignore[arg-type]
+
     return [
+        hand_built,
+        number_text,
         nothing,
         raw_bytes,
         an_object,
@@ -412,6 +425,11 @@ async def test_odd_return_values_and_exceptions_are_results_the_model_reads(file
     assert "a dict key must be a string" in texts(by_id["number_keys"].result)
     assert "nan has no JSON form" in texts(by_id["not_a_number"].result)
     assert all(by_id[n].is_error for n in ("an_object", "a_generator", "number_keys", "not_a_number"))
+    # Saved as they were, these two made an instance that could not be saved (a bare TypeError) or read back.
+    assert texts(by_id["hand_built"].result) == f"Tool 'hand_built' {cannot}: a object cannot be sent as JSON"
+    assert texts(by_id["number_text"].result) == (
+        f"Tool 'number_text' {cannot}: a text part's text must be a string, not int"
+    )
     assert texts(by_id["unawaited"].result) == "awaited"
     assert len(texts(by_id["a_lot"].result)) == 2_000_000
     assert texts(by_id["value_error"].result) == "Tool 'value_error' failed: ValueError: bad value"
@@ -642,6 +660,7 @@ BAD_CONTENTS: list[tuple[str, Any, str]] = [
     ("afterToolCall", ModifyResult(object()), "the result of ModifyResult cannot be sent: a object cannot be sent"),
     ("afterToolCall", ModifyResult({2: "two"}), "a dict key must be a string to be sent as JSON"),
     ("afterToolCall", ModifyResult(float("inf")), "inf has no JSON form"),
+    ("afterToolCall", ModifyResult(ToolResult(parts=[JsonPart(json=object())])), "a object cannot be sent as JSON"),
     ("afterInference", ModifyMessage(text="a", message=Message()), "takes a message or a text, one of them"),
     ("afterInference", ModifyMessage(), "takes a message or a text, one of them"),
     ("afterInference", ModifyMessage(message="hi"), "ModifyMessage.message takes a Message, not str"),  # type: ignore[arg-type]

@@ -871,6 +871,8 @@ def as_tool_result(value: Any) -> ToolResult:
     from onellm.tools import ToolResult, to_parts
 
     if isinstance(value, ToolResult):
+        if value.parts:
+            to_parts(list(value.parts))  # checks the parts: one built by hand may hold what cannot be written
         return value
     return ToolResult(parts=to_parts(value), value=value)
 

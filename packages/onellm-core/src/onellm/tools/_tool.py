@@ -558,6 +558,7 @@ class Tool(Generic[P, R]):
                 parts=[_messages().TextPart(text=value)], is_error=False, cost_lines=cost_lines, value=value
             )
         if isinstance(value, ToolResult):
+            check_parts(value.parts)
             merged = list(value.cost_lines)
             merged.extend(line for line in cost_lines if not any(line is m for m in merged))
             return ToolResult(parts=list(value.parts), is_error=value.is_error, cost_lines=merged, value=value.value)
@@ -600,10 +601,22 @@ def to_parts(value: Any) -> list[Part]:
         return [messages.TextPart(text=value)]
     kinds = _part_types()
     if kinds and isinstance(value, kinds):
-        return [typing.cast("Part", value)]
+        return check_parts([typing.cast("Part", value)])
     if kinds and isinstance(value, list | tuple) and value and all(isinstance(v, kinds) for v in value):
-        return list(value)
+        return check_parts(list(value))
     return [messages.JsonPart(json=to_json_value(value))]
+
+
+def check_parts(parts: list[Part]) -> list[Part]:
+    """`parts` when their text is text and their JSON has a JSON form; a `TypeError` otherwise. A part built by hand
+    is not checked when made, and one that cannot be written makes an instance that cannot be saved or read back."""
+    messages = _messages()
+    for part in parts:
+        if isinstance(part, messages.JsonPart):
+            to_json_value(part.json)
+        elif isinstance(part, messages.TextPart) and not isinstance(part.text, str):
+            raise TypeError(f"a text part's text must be a string, not {type(part.text).__name__}")
+    return parts
 
 
 @overload
