@@ -459,6 +459,26 @@ async def test_a_sync_tool_blocking_past_its_timeout_is_an_error_and_the_loop_go
     assert texts(echo_call.result) == "echo: x"
 
 
+async def test_an_async_tool_that_swallows_its_timeout_still_timed_out(harness: Harness) -> None:
+    h = harness
+
+    @onellm.tool(timeout_seconds=0.05)
+    async def stubborn() -> str:
+        """Ignores the cancellation of its timeout and answers late."""
+        try:
+            await anyio.sleep(5)
+        except anyio.get_cancelled_exc_class():
+            pass
+        return "late anyway"
+
+    h.runtime.tools.add(stubborn)
+    h.script(calls(("s", "stubborn", {})), done())
+    result = await h.runtime.run_agent(h.agent(tools="[stubborn, task_complete]"))
+    call = result.instance.messages[0].tool_calls[0]
+    assert call.is_error
+    assert texts(call.result) == "Tool 'stubborn' timed out after 0.05 s."
+
+
 class Fatal(BaseException):
     """An exception past `Exception`, as a tool's own library might raise."""
 
@@ -792,7 +812,19 @@ async def test_a_raising_observer_is_an_error_record_and_the_run_goes_on(harness
     assert h.kinds("hook") == []
 
 
-@pytest.mark.parametrize("point", ["beforeToolCall", "onCost"])
+@pytest.mark.parametrize(
+    "point",
+    [
+        "beforeInference",
+        "afterInference",
+        "beforeToolCall",
+        "afterToolCall",
+        "onMessage",
+        "onStateChange",
+        "onCost",
+        "streamEvent",
+    ],
+)
 async def test_a_hook_raising_past_exception_is_not_swallowed(file_harness: Harness, point: str) -> None:
     h = file_harness
 

@@ -515,7 +515,8 @@ class Tool(Generic[P, R]):
 
                 with anyio.move_on_after(self.timeout_seconds) as scope:
                     value = await self._run(values, ctx)
-                if scope.cancelled_caught:
+                # `cancel_called` too: a tool that swallowed the cancellation and answered late still timed out.
+                if scope.cancelled_caught or scope.cancel_called:
                     return ToolResult.error(
                         f"Tool '{self.name}' timed out after {_seconds(self.timeout_seconds)} s.",
                         cost_lines=ctx._lines_since(start),
