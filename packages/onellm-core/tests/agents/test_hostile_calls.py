@@ -622,11 +622,14 @@ async def test_a_raising_hook_around_a_tool_call_is_an_error_result_and_the_loop
     assert saved.messages[0].tool_calls[0].result == call.result
 
 
-async def test_a_raising_compaction_hook_skips_the_compaction(harness: Harness) -> None:
+@pytest.mark.parametrize("how", ["raises", "wrong decision"])
+async def test_a_failing_compaction_hook_skips_the_compaction(harness: Harness, how: str) -> None:
     h = harness
 
-    def broken(ctx: BeforeCompaction) -> None:
-        raise RuntimeError("no budget table")
+    def broken(ctx: BeforeCompaction) -> Any:
+        if how == "raises":
+            raise RuntimeError("no budget table")
+        return Respond(text="compacted it myself")
 
     hook_at(h, "beforeCompaction", broken)
     path = h.agent(extra="contextStrategy:\n  type: clearToolResults\n  triggerPercent: 1\n  keepLast: 0\n")
@@ -634,7 +637,10 @@ async def test_a_raising_compaction_hook_skips_the_compaction(harness: Harness) 
     result = await h.runtime.run_agent(path)
     assert result.stop_reason is StopReason.COMPLETED
     assert result.instance.compactions == []
-    assert [(r.point, r.decision) for r in h.kinds("hook")] == [("beforeCompaction", "block")]
+    (record,) = h.kinds("hook")
+    assert (record.point, record.hook, record.decision) == ("beforeCompaction", "odd", "block")
+    assert record.reason is not None
+    assert ("RuntimeError: no budget table" if how == "raises" else "not Respond") in record.reason
 
 
 WRONG_DECISIONS: list[tuple[str, Any]] = [
@@ -808,6 +814,22 @@ async def test_a_raising_observer_is_an_error_record_and_the_run_goes_on(harness
     assert len(errors) == len(seen)
     assert {(e.error_type, e.where, e.message) for e in errors} == {
         ("RuntimeError", f"hook dashboard at {point}", "dashboard down")
+    }
+    assert h.kinds("hook") == []
+
+
+@pytest.mark.parametrize("point", ["onMessage", "onStateChange", "onCost", "streamEvent"])
+async def test_a_decision_from_an_observer_is_an_error_record_not_dropped(harness: Harness, point: str) -> None:
+    h = harness
+    hook_at(h, point, lambda ctx: Block("stop everything"), "confused")
+    h.script(calls(("e", "echo", {"text": "x"}), usage=(1000, 100)), done())
+    result = await h.runtime.run_agent(h.agent())
+    assert result.stop_reason is StopReason.COMPLETED
+    assert h.ran == [("echo", {"text": "x"})]
+    errors = h.kinds("error")
+    assert errors
+    assert {(e.where, e.message) for e in errors} == {
+        (f"hook confused at {point}", f"{point} only observes; the Block returned is ignored")
     }
     assert h.kinds("hook") == []
 

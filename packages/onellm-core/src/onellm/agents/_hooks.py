@@ -759,7 +759,10 @@ class RunHooks:
                     if getattr(outcome, "failed", False):
                         raise RuntimeError(getattr(outcome, "reason", None) or "the hook failed")
                 else:
-                    await entry.call(ctx)
+                    returned = await entry.call(ctx)
+                    if returned is not None and not isinstance(returned, Continue):
+                        # A decision here changes nothing: said in a record rather than dropped unseen.
+                        raise _BadDecision(f"{point} only observes; the {type(returned).__name__} returned is ignored")
             except Exception as exc:
                 await self._write(_error_record(instance_id, message_id, exc, f"hook {entry.name} at {point}"))
 
