@@ -6,6 +6,7 @@ instance readable and able to go on."""
 
 from __future__ import annotations
 
+import datetime
 import time
 from typing import Any
 
@@ -681,6 +682,13 @@ async def test_a_decision_the_point_does_not_take_fails_closed(harness: Harness,
 BAD_CONTENTS: list[tuple[str, Any, str]] = [
     ("beforeToolCall", ModifyInputs(["text"]), "ModifyInputs takes a mapping of arguments by name"),  # type: ignore[arg-type]
     ("beforeToolCall", ModifyInputs({1: "x"}), "ModifyInputs takes a mapping of arguments by name"),  # type: ignore[dict-item]
+    ("beforeToolCall", ModifyInputs({"text": object()}), "ModifyInputs: argument 'text' is a object, not a JSON value"),
+    (
+        "beforeToolCall",
+        ModifyInputs({"text": {"at": [float("nan")]}}),
+        "argument 'text.at[0]' is nan, which has no JSON",
+    ),
+    ("beforeToolCall", ModifyInputs({"text": nested(80)}), "ModifyInputs: argument 'text[0]"),
     ("beforeToolCall", Respond(result=object()), "the result of Respond cannot be sent: a object cannot be sent"),
     ("beforeToolCall", Respond(message=Message()), "takes a result or a text, not a message"),
     ("afterToolCall", ModifyResult(object()), "the result of ModifyResult cannot be sent: a object cannot be sent"),
@@ -726,6 +734,23 @@ async def test_a_decision_with_contents_that_cannot_be_used_fails_closed(
     saved = await read_back(h, run.instance_id)
     assert all(c.result is not None for c in saved.messages[0].tool_calls)  # never a call left without an answer
     await goes_on(h, run.instance_id)
+
+
+async def test_arguments_a_hook_gives_a_held_call_are_plain_json(file_harness: Harness) -> None:
+    # A held call's arguments are saved with its approval: a datetime failed the save with a bare TypeError and left
+    # the instance `running`.
+    h = file_harness
+    when = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+    hook_at(h, "beforeToolCall", lambda ctx: ModifyInputs({"target": when}) if ctx.call.tool == "deploy" else None)
+    h.script(calls(("d", "deploy", {"target": "prod"})), done())
+    result = await h.runtime.run_agent(h.agent(tools="[deploy, task_complete]"))
+    assert result.stop_reason is StopReason.COMPLETED
+    assert h.ran == []
+    call = result.instance.messages[0].tool_calls[0]
+    assert call.is_error
+    assert "ModifyInputs: argument 'target' is a datetime, not a JSON value" in texts(call.result)
+    saved = await read_back(h, result.instance.id)
+    assert (saved.state, saved.pending_approvals) == ("stopped", [])
 
 
 async def test_every_decision_that_changes_the_step_is_a_hook_record(file_harness: Harness) -> None:

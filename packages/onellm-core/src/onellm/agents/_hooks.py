@@ -30,6 +30,7 @@ entry limited to observer points is dropped with a warning instead.
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -813,10 +814,12 @@ def _check(point: str, decision: Any) -> None:
             raise _BadDecision("Respond before inference takes a message or a text, one of them")
         if point == "beforeToolCall" and decision.message is not None:
             raise _BadDecision("Respond before a tool call takes a result or a text, not a message")
-    if isinstance(decision, ModifyInputs) and (
-        not isinstance(decision.inputs, Mapping) or not all(isinstance(k, str) for k in decision.inputs)
-    ):
-        raise _BadDecision("ModifyInputs takes a mapping of arguments by name")
+    if isinstance(decision, ModifyInputs):
+        if not isinstance(decision.inputs, Mapping) or not all(isinstance(k, str) for k in decision.inputs):
+            raise _BadDecision("ModifyInputs takes a mapping of arguments by name")
+        where = _not_plain_json(decision.inputs)
+        if where is not None:
+            raise _BadDecision(f"ModifyInputs: {where}")
     if isinstance(decision, ModifyRequest):
         if decision.request is not None and not isinstance(decision.request, ChatRequest):
             raise _BadDecision(f"ModifyRequest.request takes a ChatRequest, not {type(decision.request).__name__}")
@@ -833,6 +836,32 @@ def _check(point: str, decision: Any) -> None:
             raise _BadDecision(f"{kind}.message takes a Message, not {type(decision.message).__name__}")
         if decision.text is not None and not isinstance(decision.text, str):
             raise _BadDecision(f"{kind}.text takes a str, not {type(decision.text).__name__}")
+
+
+def _not_plain_json(inputs: Mapping[str, Any]) -> str | None:
+    """What keeps arguments from being plain JSON (as a model's are), or None: a held call's arguments are saved in the
+    instance file, which takes plain values only, nested at most 64 levels."""
+    stack: list[tuple[Any, str, int]] = [(v, k, 1) for k, v in inputs.items()]
+    while stack:
+        value, path, depth = stack.pop()
+        if value is None or type(value) in (str, bool, int):
+            continue
+        if type(value) in (float, Decimal):
+            if not math.isfinite(value):
+                return f"argument {path!r} is {value!r}, which has no JSON form"
+            continue
+        if depth >= 64:
+            return f"argument {path!r} nests deeper than 64 levels"
+        if isinstance(value, list | tuple):
+            stack.extend((v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value))
+        elif isinstance(value, Mapping):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    return f"argument {path!r} has a key that is not a string ({type(key).__name__})"
+                stack.append((item, f"{path}.{key}", depth + 1))
+        else:
+            return f"argument {path!r} is a {type(value).__name__}, not a JSON value"
+    return None
 
 
 def _apply(ctx: Any, decision: Any) -> None:
