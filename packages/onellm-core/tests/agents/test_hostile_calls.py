@@ -699,6 +699,16 @@ BAD_CONTENTS: list[tuple[str, Any, str]] = [
     ("afterInference", ModifyMessage(), "takes a message or a text, one of them"),
     ("afterInference", ModifyMessage(message="hi"), "ModifyMessage.message takes a Message, not str"),  # type: ignore[arg-type]
     ("afterInference", ModifyMessage(text=5), "ModifyMessage.text takes a str, not int"),  # type: ignore[arg-type]
+    (
+        "beforeInference",
+        Respond(message=Message(tool_calls=[ToolCall(id="z", tool="echo", inputs={"text": object()})])),
+        "Respond.message.tool_calls[0]: argument 'text' is a object, not a JSON value",
+    ),
+    (
+        "afterInference",
+        ModifyMessage(message=Message(assistant=[TextPart(text=5)])),  # type: ignore[arg-type]
+        "ModifyMessage.message: a text part's text must be a string, not int",
+    ),
     ("beforeInference", ModifyRequest(), "ModifyRequest changes nothing"),
     ("beforeInference", ModifyRequest(messages="hi"), "ModifyRequest.messages takes a list of Message"),  # type: ignore[arg-type]
     ("beforeInference", ModifyRequest(system=3), "ModifyRequest.system takes a str, not int"),  # type: ignore[arg-type]

@@ -834,8 +834,27 @@ def _check(point: str, decision: Any) -> None:
         kind = type(decision).__name__
         if decision.message is not None and not isinstance(decision.message, Message):
             raise _BadDecision(f"{kind}.message takes a Message, not {type(decision.message).__name__}")
+        if decision.message is not None:
+            _check_message(decision.message, kind)
         if decision.text is not None and not isinstance(decision.text, str):
             raise _BadDecision(f"{kind}.text takes a str, not {type(decision.text).__name__}")
+
+
+def _check_message(message: Message, kind: str) -> None:
+    """A hook's answer is saved as the turn: its parts and its calls must be what an instance file can hold."""
+    from onellm.tools import to_parts
+
+    if message.assistant:
+        try:
+            to_parts(list(message.assistant))
+        except TypeError as exc:
+            raise _BadDecision(f"{kind}.message: {exc}") from exc
+    for i, call in enumerate(message.tool_calls):
+        if not isinstance(call.tool, str) or not isinstance(call.id, str | None):
+            raise _BadDecision(f"{kind}.message.tool_calls[{i}]: the tool and the id must be strings")
+        where = _not_plain_json(call.inputs) if isinstance(call.inputs, Mapping) else "the inputs are not a mapping"
+        if where is not None:
+            raise _BadDecision(f"{kind}.message.tool_calls[{i}]: {where}")
 
 
 def _not_plain_json(inputs: Mapping[str, Any]) -> str | None:
