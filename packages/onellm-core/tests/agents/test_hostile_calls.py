@@ -709,6 +709,9 @@ BAD_CONTENTS: list[tuple[str, Any, str]] = [
         ModifyMessage(message=Message(assistant=[TextPart(text=5)])),  # type: ignore[arg-type]
         "ModifyMessage.message: a text part's text must be a string, not int",
     ),
+    ("beforeToolCall", RequireApproval(reason=5), "RequireApproval.reason takes a str, not int"),  # type: ignore[arg-type]
+    ("afterToolCall", Block(reason=["no"]), "Block.reason takes a str, not list"),  # type: ignore[arg-type]
+    ("afterInference", Block(reason=3), "Block.reason takes a str, not int"),  # type: ignore[arg-type]
     ("beforeInference", ModifyRequest(), "ModifyRequest changes nothing"),
     ("beforeInference", ModifyRequest(messages="hi"), "ModifyRequest.messages takes a list of Message"),  # type: ignore[arg-type]
     ("beforeInference", ModifyRequest(system=3), "ModifyRequest.system takes a str, not int"),  # type: ignore[arg-type]

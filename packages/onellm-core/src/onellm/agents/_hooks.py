@@ -803,6 +803,9 @@ def _check(point: str, decision: Any) -> None:
         names = ", ".join(["Continue", *(t.__name__ for t in allowed)])
         got = type(decision).__name__
         raise _BadDecision(f"{point} takes {names}, not {got}")
+    if isinstance(decision, Block | RequireApproval) and not isinstance(decision.reason, str | None):
+        # The reason is saved with a held call and shown to the model: text only.
+        raise _BadDecision(f"{type(decision).__name__}.reason takes a str, not {type(decision.reason).__name__}")
     if isinstance(decision, ModifyRequest) and all(
         getattr(decision, f) is None for f in ("system", "max_output_tokens", "temperature", "messages", "request")
     ):
