@@ -389,11 +389,17 @@ def odd_tools() -> list[Any]:
         return ToolResult(parts=[JsonPart(json={"at": object()})])
 
     @onellm.tool
+    def error_word() -> Any:
+        """Returns a ToolResult whose is_error is a word."""
+        return ToolResult(parts=[TextPart("x")], is_error="yes")  # type: ignore[arg-type]
+
+    @onellm.tool
     def number_text() -> Any:
         """Returns a text part whose text is a number."""
         return [TextPart(text=5)]  # type: ignore[arg-type]
 
     return [
+        error_word,
         hand_built,
         number_text,
         nothing,
@@ -430,6 +436,10 @@ async def test_odd_return_values_and_exceptions_are_results_the_model_reads(file
     assert texts(by_id["hand_built"].result) == f"Tool 'hand_built' {cannot}: a object cannot be sent as JSON"
     assert texts(by_id["number_text"].result) == (
         f"Tool 'number_text' {cannot}: a text part's text must be a string, not int"
+    )
+    assert (
+        texts(by_id["error_word"].result)
+        == f"Tool 'error_word' {cannot}: a ToolResult's is_error must be a bool, not str"
     )
     assert texts(by_id["unawaited"].result) == "awaited"
     assert len(texts(by_id["a_lot"].result)) == 2_000_000
@@ -712,6 +722,9 @@ BAD_CONTENTS: list[tuple[str, Any, str]] = [
     ("beforeToolCall", RequireApproval(reason=5), "RequireApproval.reason takes a str, not int"),  # type: ignore[arg-type]
     ("afterToolCall", Block(reason=["no"]), "Block.reason takes a str, not list"),  # type: ignore[arg-type]
     ("afterInference", Block(reason=3), "Block.reason takes a str, not int"),  # type: ignore[arg-type]
+    ("afterToolCall", ModifyResult(ToolResult(is_error="yes")), "is_error must be a bool, not str"),  # type: ignore[arg-type]
+    ("beforeInference", ModifyRequest(max_output_tokens=-5), "max_output_tokens takes a positive int, not -5"),
+    ("beforeInference", ModifyRequest(temperature="hot"), "temperature takes a number, not 'hot'"),  # type: ignore[arg-type]
     ("beforeInference", ModifyRequest(), "ModifyRequest changes nothing"),
     ("beforeInference", ModifyRequest(messages="hi"), "ModifyRequest.messages takes a list of Message"),  # type: ignore[arg-type]
     ("beforeInference", ModifyRequest(system=3), "ModifyRequest.system takes a str, not int"),  # type: ignore[arg-type]

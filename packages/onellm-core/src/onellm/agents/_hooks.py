@@ -824,6 +824,11 @@ def _check(point: str, decision: Any) -> None:
         if where is not None:
             raise _BadDecision(f"ModifyInputs: {where}")
     if isinstance(decision, ModifyRequest):
+        tokens, temperature = decision.max_output_tokens, decision.temperature
+        if tokens is not None and (type(tokens) is not int or tokens < 1):
+            raise _BadDecision(f"ModifyRequest.max_output_tokens takes a positive int, not {tokens!r}")
+        if temperature is not None and (type(temperature) not in (int, float) or not math.isfinite(temperature)):
+            raise _BadDecision(f"ModifyRequest.temperature takes a number, not {temperature!r}")
         if decision.request is not None and not isinstance(decision.request, ChatRequest):
             raise _BadDecision(f"ModifyRequest.request takes a ChatRequest, not {type(decision.request).__name__}")
         if decision.messages is not None and (
@@ -927,6 +932,8 @@ def as_tool_result(value: Any) -> ToolResult:
     if isinstance(value, ToolResult):
         if value.parts:
             to_parts(list(value.parts))  # checks the parts: one built by hand may hold what cannot be written
+        if not isinstance(value.is_error, bool):
+            raise TypeError(f"a ToolResult's is_error must be a bool, not {type(value.is_error).__name__}")
         return value
     return ToolResult(parts=to_parts(value), value=value)
 

@@ -560,6 +560,8 @@ class Tool(Generic[P, R]):
             )
         if isinstance(value, ToolResult):
             check_parts(value.parts)
+            if not isinstance(value.is_error, bool):
+                raise TypeError(f"a ToolResult's is_error must be a bool, not {type(value.is_error).__name__}")
             merged = list(value.cost_lines)
             merged.extend(line for line in cost_lines if not any(line is m for m in merged))
             return ToolResult(parts=list(value.parts), is_error=value.is_error, cost_lines=merged, value=value.value)
