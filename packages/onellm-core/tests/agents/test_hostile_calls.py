@@ -389,6 +389,11 @@ def odd_tools() -> list[Any]:
         return ToolResult(parts=[JsonPart(json={"at": object()})])
 
     @onellm.tool
+    def dated() -> Any:
+        """Returns a ToolResult whose JSON part holds a date."""
+        return ToolResult(parts=[JsonPart(json={"on": datetime.date(2026, 1, 2)})])
+
+    @onellm.tool
     def error_word() -> Any:
         """Returns a ToolResult whose is_error is a word."""
         return ToolResult(parts=[TextPart("x")], is_error="yes")  # type: ignore[arg-type]
@@ -399,6 +404,7 @@ def odd_tools() -> list[Any]:
         return [TextPart(text=5)]  # type: ignore[arg-type]
 
     return [
+        dated,
         error_word,
         hand_built,
         number_text,
@@ -441,6 +447,7 @@ async def test_odd_return_values_and_exceptions_are_results_the_model_reads(file
         texts(by_id["error_word"].result)
         == f"Tool 'error_word' {cannot}: a ToolResult's is_error must be a bool, not str"
     )
+    assert by_id["dated"].result == [JsonPart(json={"on": "2026-01-02"})]  # as a returned date is sent
     assert texts(by_id["unawaited"].result) == "awaited"
     assert len(texts(by_id["a_lot"].result)) == 2_000_000
     assert texts(by_id["value_error"].result) == "Tool 'value_error' failed: ValueError: bad value"

@@ -29,6 +29,7 @@ entry limited to observer points is dropped with a warning instead.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
@@ -930,11 +931,12 @@ def as_tool_result(value: Any) -> ToolResult:
     from onellm.tools import ToolResult, to_parts
 
     if isinstance(value, ToolResult):
-        if value.parts:
-            to_parts(list(value.parts))  # checks the parts: one built by hand may hold what cannot be written
         if not isinstance(value.is_error, bool):
             raise TypeError(f"a ToolResult's is_error must be a bool, not {type(value.is_error).__name__}")
-        return value
+        if not value.parts:
+            return value
+        # The parts checked and made plain: one built by hand may hold what an instance file cannot.
+        return dataclasses.replace(value, parts=to_parts(list(value.parts)))
     return ToolResult(parts=to_parts(value), value=value)
 
 

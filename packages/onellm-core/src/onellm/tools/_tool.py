@@ -559,12 +559,12 @@ class Tool(Generic[P, R]):
                 parts=[_messages().TextPart(text=value)], is_error=False, cost_lines=cost_lines, value=value
             )
         if isinstance(value, ToolResult):
-            check_parts(value.parts)
+            parts = check_parts(list(value.parts))
             if not isinstance(value.is_error, bool):
                 raise TypeError(f"a ToolResult's is_error must be a bool, not {type(value.is_error).__name__}")
             merged = list(value.cost_lines)
             merged.extend(line for line in cost_lines if not any(line is m for m in merged))
-            return ToolResult(parts=list(value.parts), is_error=value.is_error, cost_lines=merged, value=value.value)
+            return ToolResult(parts=parts, is_error=value.is_error, cost_lines=merged, value=value.value)
         return ToolResult(parts=to_parts(value), is_error=False, cost_lines=cost_lines, value=value)
 
 
@@ -611,12 +611,15 @@ def to_parts(value: Any) -> list[Part]:
 
 
 def check_parts(parts: list[Part]) -> list[Part]:
-    """`parts` when their text is text and their JSON has a JSON form; a `TypeError` otherwise. A part built by hand
+    """`parts` as an instance can keep them: a JSON part's value made plain JSON (`to_json_value`: a date becomes its
+    ISO text), a `TypeError` for one with no JSON form or a text part whose text is not a string. A part built by hand
     is not checked when made, and one that cannot be written makes an instance that cannot be saved or read back."""
     messages = _messages()
-    for part in parts:
+    for i, part in enumerate(parts):
         if isinstance(part, messages.JsonPart):
-            to_json_value(part.json)
+            plain = to_json_value(part.json)
+            if plain is not part.json:
+                parts[i] = messages.JsonPart(json=plain, extra=dict(part.extra))
         elif isinstance(part, messages.TextPart) and not isinstance(part.text, str):
             raise TypeError(f"a text part's text must be a string, not {type(part.text).__name__}")
     return parts
