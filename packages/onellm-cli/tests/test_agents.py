@@ -311,6 +311,6 @@ def test_a_hook_that_blocks_the_run_is_exit_1(cli: Cli) -> None:
     assert done.err_lines == [
         f"instance {instance.id} started on anthropic:claude-sonnet-5-5",
         "scripted: 1 step(s) left unused for anthropic",
-        f"onellm: error: a hook blocked the run of instance {instance.id} at beforeInference: no calls today",
+        f"onellm: error: hook block.js blocked the run of instance {instance.id} at beforeInference: no calls today",
         f"instance {instance.id}: error, 0 turns, $0.000000",
     ]

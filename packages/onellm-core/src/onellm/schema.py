@@ -943,13 +943,14 @@ def to_json_value(value: Any) -> Any:
     """A plain JSON value (str, bool, int, float, Decimal, None, list, dict) for a tool's return value.
 
     Enums are written by member name, dates and times in ISO 8601, UUIDs and paths as text, bytes as base64, records
-    (dataclasses, msgspec Structs, pydantic models) as objects. Raises `TypeError` for anything else.
+    (dataclasses, msgspec Structs, pydantic models) as objects. Raises `TypeError` for anything else, and for a value
+    nested more than 64 levels deep (an instance file that keeps it is read back with at most 100 levels in all).
     """
     return _to_json(value, 0)
 
 
 def _to_json(value: Any, depth: int) -> Any:
-    if depth > 200:
+    if depth > 64:
         raise TypeError("the value is nested too deeply to be sent as JSON")
     if value is None or isinstance(value, bool | str):
         return value

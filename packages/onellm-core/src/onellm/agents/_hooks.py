@@ -29,7 +29,9 @@ entry limited to observer points is dropped with a warning instead.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
+import math
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -229,7 +231,7 @@ class BeforeToolCall:
     tool: Tool[..., Any] | None
     """The tool that will run it."""
     inputs: dict[str, Any]
-    """The arguments it will run with."""
+    """The arguments it will run with (a copy: return `ModifyInputs` to change them)."""
     injected: bool
     """The call came from the definition's initial prompts."""
 
@@ -652,6 +654,7 @@ class RunHooks:
         "before_compaction",
         "before_inference",
         "before_tool_call",
+        "decided_by",
         "on_cost",
         "on_message",
         "on_state_change",
@@ -661,6 +664,8 @@ class RunHooks:
 
     def __init__(self, services: RuntimeServices, host: Hooks | None, definition: Sequence[DefinitionHook]) -> None:
         self.services = services
+        self.decided_by: str | None = None
+        """The hook whose `Block`, `Respond` or `RequireApproval` (or failure) ended the last chain."""
 
         def entries(point: str) -> tuple[Any, ...]:
             own = host._entries(point) if host is not None else ()
@@ -718,7 +723,7 @@ class RunHooks:
                         decision = await entry.call(ctx)
                     finally:
                         INSIDE_RUN.reset(token)
-                    _check(point, decision)
+                    decision = _checked(point, decision)
             except Exception as exc:
                 detail = getattr(exc, "detail", None) or str(exc) or type(exc).__name__
                 reason = f"hook {entry.name} failed at {point}: {type(exc).__name__}: {detail}"
@@ -728,6 +733,7 @@ class RunHooks:
                     _hook_record(instance_id, message_id, point, entry.name, "block", reason),
                     _error_record(instance_id, message_id, exc, f"hook {entry.name} at {point}"),
                 )
+                self.decided_by = entry.name
                 return Block(reason)
             if decision is None or isinstance(decision, Continue):
                 continue
@@ -738,6 +744,7 @@ class RunHooks:
                 _apply(ctx, decision)
                 payload = None
                 continue
+            self.decided_by = entry.name
             return decision
         return None
 
@@ -766,9 +773,12 @@ class RunHooks:
                 else:
                     token = INSIDE_RUN.set(instance_id)
                     try:
-                        await entry.call(ctx)
+                        returned = await entry.call(ctx)
                     finally:
                         INSIDE_RUN.reset(token)
+                    if returned is not None and not isinstance(returned, Continue):
+                        # A decision here changes nothing: said in a record rather than dropped unseen.
+                        raise _BadDecision(f"{point} only observes; the {type(returned).__name__} returned is ignored")
             except Exception as exc:
                 await self._write(_error_record(instance_id, message_id, exc, f"hook {entry.name} at {point}"))
 
@@ -778,7 +788,29 @@ class RunHooks:
             await services.record(*records)
 
 
+def _checked(point: str, decision: Any) -> Any:
+    """A host hook's decision, refused (`_BadDecision`) when its point does not take it or its contents cannot be
+    used; a result it gives is made a `ToolResult` here, so one that cannot be sent blocks the step as a bad decision
+    does rather than failing the run later."""
+    _check(point, decision)
+    if isinstance(decision, ModifyResult):
+        return ModifyResult(_result_of(decision.result, "ModifyResult"))
+    if isinstance(decision, Respond) and point == "beforeToolCall":
+        return Respond(result=_result_of(decision.result if decision.result is not None else decision.text, "Respond"))
+    return decision
+
+
+def _result_of(value: Any, kind: str) -> ToolResult:
+    try:
+        return as_tool_result(value)
+    except (TypeError, ValueError) as exc:
+        raise _BadDecision(f"the result of {kind} cannot be sent: {exc}") from exc
+
+
 def _check(point: str, decision: Any) -> None:
+    from onellm.messages import Message
+    from onellm.providers import ChatRequest
+
     if decision is None or isinstance(decision, Continue):
         return
     allowed = _ALLOWED[point]
@@ -786,6 +818,9 @@ def _check(point: str, decision: Any) -> None:
         names = ", ".join(["Continue", *(t.__name__ for t in allowed)])
         got = type(decision).__name__
         raise _BadDecision(f"{point} takes {names}, not {got}")
+    if isinstance(decision, Block | RequireApproval) and not isinstance(decision.reason, str | None):
+        # The reason is saved with a held call and shown to the model: text only.
+        raise _BadDecision(f"{type(decision).__name__}.reason takes a str, not {type(decision.reason).__name__}")
     if isinstance(decision, ModifyRequest) and all(
         getattr(decision, f) is None for f in ("system", "max_output_tokens", "temperature", "messages", "request")
     ):
@@ -797,8 +832,78 @@ def _check(point: str, decision: Any) -> None:
             raise _BadDecision("Respond before inference takes a message or a text, one of them")
         if point == "beforeToolCall" and decision.message is not None:
             raise _BadDecision("Respond before a tool call takes a result or a text, not a message")
-    if isinstance(decision, ModifyInputs) and not isinstance(decision.inputs, Mapping):
-        raise _BadDecision("ModifyInputs takes a mapping of arguments")
+    if isinstance(decision, ModifyInputs):
+        if not isinstance(decision.inputs, Mapping) or not all(isinstance(k, str) for k in decision.inputs):
+            raise _BadDecision("ModifyInputs takes a mapping of arguments by name")
+        where = _not_plain_json(decision.inputs)
+        if where is not None:
+            raise _BadDecision(f"ModifyInputs: {where}")
+    if isinstance(decision, ModifyRequest):
+        tokens, temperature = decision.max_output_tokens, decision.temperature
+        if tokens is not None and (type(tokens) is not int or tokens < 1):
+            raise _BadDecision(f"ModifyRequest.max_output_tokens takes a positive int, not {tokens!r}")
+        if temperature is not None and (type(temperature) not in (int, float) or not math.isfinite(temperature)):
+            raise _BadDecision(f"ModifyRequest.temperature takes a number, not {temperature!r}")
+        if decision.request is not None and not isinstance(decision.request, ChatRequest):
+            raise _BadDecision(f"ModifyRequest.request takes a ChatRequest, not {type(decision.request).__name__}")
+        if decision.messages is not None and (
+            not isinstance(decision.messages, list | tuple)
+            or not all(isinstance(m, Message) for m in decision.messages)
+        ):
+            raise _BadDecision("ModifyRequest.messages takes a list of Message")
+        if decision.system is not None and not isinstance(decision.system, str):
+            raise _BadDecision(f"ModifyRequest.system takes a str, not {type(decision.system).__name__}")
+    if isinstance(decision, ModifyMessage | Respond):
+        kind = type(decision).__name__
+        if decision.message is not None and not isinstance(decision.message, Message):
+            raise _BadDecision(f"{kind}.message takes a Message, not {type(decision.message).__name__}")
+        if decision.message is not None:
+            _check_message(decision.message, kind)
+        if decision.text is not None and not isinstance(decision.text, str):
+            raise _BadDecision(f"{kind}.text takes a str, not {type(decision.text).__name__}")
+
+
+def _check_message(message: Message, kind: str) -> None:
+    """A hook's answer is saved as the turn: its parts and its calls must be what an instance file can hold."""
+    from onellm.tools import to_parts
+
+    if message.assistant:
+        try:
+            to_parts(list(message.assistant))
+        except TypeError as exc:
+            raise _BadDecision(f"{kind}.message: {exc}") from exc
+    for i, call in enumerate(message.tool_calls):
+        if not isinstance(call.tool, str) or not isinstance(call.id, str | None):
+            raise _BadDecision(f"{kind}.message.tool_calls[{i}]: the tool and the id must be strings")
+        where = _not_plain_json(call.inputs) if isinstance(call.inputs, Mapping) else "the inputs are not a mapping"
+        if where is not None:
+            raise _BadDecision(f"{kind}.message.tool_calls[{i}]: {where}")
+
+
+def _not_plain_json(inputs: Mapping[str, Any]) -> str | None:
+    """What keeps arguments from being plain JSON (as a model's are), or None: a held call's arguments are saved in the
+    instance file, which takes plain values only, nested at most 64 levels."""
+    stack: list[tuple[Any, str, int]] = [(v, k, 1) for k, v in inputs.items()]
+    while stack:
+        value, path, depth = stack.pop()
+        if value is None or type(value) in (str, bool, int):
+            continue
+        if type(value) in (float, Decimal):
+            if not math.isfinite(value):
+                return f"argument {path!r} is {value!r}, which has no JSON form"
+            continue
+        if depth >= 64:
+            return f"argument {path!r} nests deeper than 64 levels"
+        if isinstance(value, list | tuple):
+            stack.extend((v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value))
+        elif isinstance(value, Mapping):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    return f"argument {path!r} has a key that is not a string ({type(key).__name__})"
+                stack.append((item, f"{path}.{key}", depth + 1))
+        else:
+            return f"argument {path!r} is a {type(value).__name__}, not a JSON value"
+    return None
 
 
 def _apply(ctx: Any, decision: Any) -> None:
@@ -840,7 +945,12 @@ def as_tool_result(value: Any) -> ToolResult:
     from onellm.tools import ToolResult, to_parts
 
     if isinstance(value, ToolResult):
-        return value
+        if not isinstance(value.is_error, bool):
+            raise TypeError(f"a ToolResult's is_error must be a bool, not {type(value.is_error).__name__}")
+        if not value.parts:
+            return value
+        # The parts checked and made plain: one built by hand may hold what an instance file cannot.
+        return dataclasses.replace(value, parts=to_parts(list(value.parts)))
     return ToolResult(parts=to_parts(value), value=value)
 
 

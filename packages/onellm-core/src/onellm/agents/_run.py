@@ -992,6 +992,13 @@ class AgentRun(Generic[T]):
             # The follower left the events() loop at one of the segment's events: the run pauses there.
             await self._paused()
             raise
+        except BaseException as interrupt:
+            # KeyboardInterrupt, SystemExit and the like, from a tool or a hook, are not swallowed: the turn so far
+            # is saved as a cancellation saves it, an error record names what stopped it, and it goes on as it came.
+            with anyio.CancelScope(shield=True):
+                await self._record(_error_record(self._instance, interrupt, "agent loop"))
+            await self._cancelled(_Cancelled(), saved=False)
+            raise
         finally:
             self._plan = None
 
@@ -1158,7 +1165,7 @@ class AgentRun(Generic[T]):
                 TextPart(self._render(p.text, f"initialPrompts[{index}]")) if isinstance(p, TextPart) else p
                 for p in prompt.assistant
             ]
-            calls = [_injected(c) for c in prompt.tool_calls if when_holds(c.when, self._render)]
+            calls = _runtime().kept_calls([_injected(c) for c in prompt.tool_calls if when_holds(c.when, self._render)])
             if not user and not assistant and not calls:
                 continue
             message = Message(
@@ -1503,7 +1510,7 @@ class AgentRun(Generic[T]):
                 call.request = ctx.request
                 if isinstance(decision, Block):
                     self._drop_turn(turn, original)
-                    raise _blocked("beforeInference", decision.reason, inst)
+                    raise _blocked("beforeInference", decision.reason, inst, hooks.decided_by)
                 if isinstance(decision, Respond):
                     return await self._respond(turn, decision)
             scope = None
@@ -1595,7 +1602,7 @@ class AgentRun(Generic[T]):
         message = decision.message
         if message is not None:
             turn.assistant = list(message.assistant)
-            turn.tool_calls = [_clone(c) for c in message.tool_calls]
+            turn.tool_calls = _runtime().kept_calls([_clone(c) for c in message.tool_calls])
         else:
             turn.assistant = [TextPart(decision.text or "")]
         await self._save()
@@ -1636,7 +1643,7 @@ class AgentRun(Generic[T]):
             if ctx.message is not turn:
                 changed = _clone(turn)
                 changed.assistant = list(ctx.message.assistant)
-                changed.tool_calls = list(ctx.message.tool_calls)
+                changed.tool_calls = _runtime().kept_calls(ctx.message.tool_calls)
                 self._replace(turn, changed)
                 turn = changed
                 await self._save()
@@ -1648,7 +1655,7 @@ class AgentRun(Generic[T]):
                     for i, _ in enumerate(turn.tool_calls):
                         plan.results[i] = ToolResult.error("Not run: a hook blocked the answer that made this call.")
                     self._finish(plan)
-                raise _blocked("afterInference", decision.reason, inst)
+                raise _blocked("afterInference", decision.reason, inst, hooks.decided_by)
         cost = answer.cost
         if self._listen:
             self._emit(
@@ -1747,10 +1754,7 @@ class AgentRun(Generic[T]):
             if tool is None:
                 early = tools_module.ToolResult.error(_unknown(call.tool, tools))
             elif call.invalid_inputs is not None:
-                shown = call.invalid_inputs if len(call.invalid_inputs) <= 200 else call.invalid_inputs[:200] + "..."
-                early = tools_module.ToolResult.error(
-                    f"The arguments of tool '{call.tool}' are not a JSON object: {shown}"
-                )
+                early = tools_module.ToolResult.error(_not_an_object(call))
             else:
                 inputs = _restored(call.inputs, tool.input_schema, restore_optional_nulls)
                 held: tuple[str | None, str] | None = None
@@ -1759,7 +1763,10 @@ class AgentRun(Generic[T]):
                 if hooks is not None and hooks.before_tool_call:
                     from onellm.agents._hooks import BeforeToolCall, Block, RequireApproval, Respond, as_tool_result
 
-                    ctx = BeforeToolCall(inst, call, tool, inputs, plan.injected)
+                    # The hooks read a copy: a change the call runs with is a `ModifyInputs`, written as a record;
+                    # one made in place would run unseen while the saved call shows the model's arguments.
+                    given = dict(inputs)
+                    ctx = BeforeToolCall(inst, call, tool, given, plan.injected)
                     decision = await hooks.intercept(
                         "beforeToolCall",
                         hooks.before_tool_call,
@@ -1768,7 +1775,8 @@ class AgentRun(Generic[T]):
                         message_id=plan.message.id,
                         tool_context=self._tool_context(call, tool),
                     )
-                    inputs = ctx.inputs
+                    if ctx.inputs is not given:
+                        inputs = ctx.inputs
                     if isinstance(decision, Block):
                         early = tools_module.ToolResult.error(
                             f"A hook blocked this call: {decision.reason or 'no reason given'}"
@@ -1875,9 +1883,24 @@ class AgentRun(Generic[T]):
             raise _Cancelled
 
     async def _run_parallel(self, jobs: list[_Job]) -> None:
+        escaped: list[BaseException] = []
+
+        async def run(job: _Job) -> None:
+            # A tool's failure is its result; what gets past it (KeyboardInterrupt, SystemExit) would end the event
+            # loop itself when raised in a task of the group: kept, the other calls stopped, and raised as it came.
+            try:
+                await self._run_job(job)
+            except anyio.get_cancelled_exc_class():
+                raise
+            except BaseException as exc:
+                escaped.append(exc)
+                group.cancel_scope.cancel()
+
         async with anyio.create_task_group() as group:
             for job in jobs:
-                group.start_soon(self._run_job, job)
+                group.start_soon(run, job)
+        if escaped:
+            raise escaped[0]
 
     async def _run_job(self, job: _Job) -> None:
         tool = job.tool
@@ -2791,6 +2814,20 @@ def _injected(call: ToolCall) -> ToolCall:
     return made
 
 
+def _not_an_object(call: ToolCall) -> str:
+    text = call.invalid_inputs or ""
+    shown = text if len(text) <= 200 else text[:200] + "..."
+    if text.startswith("{"):
+        try:
+            deep = isinstance(msgspec.json.decode(text), dict)
+        except msgspec.DecodeError:
+            deep = False
+        if deep:  # an object kept as text because it nests too deep to be saved as it is
+            depth = _runtime().MAX_INPUT_DEPTH
+            return f"The arguments of tool '{call.tool}' nest deeper than {depth} levels: {shown}"
+    return f"The arguments of tool '{call.tool}' are not a JSON object: {shown}"
+
+
 def _unknown(name: str, tools: Mapping[str, Any]) -> str:
     known = ", ".join(sorted(tools)) or "none"
     return f"Unknown tool '{name}'. The tools you can call are: {known}."
@@ -2819,11 +2856,12 @@ def _ended(instance_id: str | None, call: ToolCall, result: ToolResult, duration
     )
 
 
-def _blocked(point: str, reason: str | None, instance: Instance) -> HookBlockedError:
+def _blocked(point: str, reason: str | None, instance: Instance, hook: str | None) -> HookBlockedError:
     because = reason or "no reason given"
     return HookBlockedError(
-        f"a hook blocked the run of instance {instance.id} at {point}: {because}",
+        f"hook {hook} blocked the run of instance {instance.id} at {point}: {because}",
         point=point,
+        hook=hook,
         reason=reason,
         instance=instance,
     )

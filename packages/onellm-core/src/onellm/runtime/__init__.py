@@ -13,7 +13,7 @@ from __future__ import annotations
 from onellm._public import publish as _publish
 from onellm.runtime._assets import Asset, copy_assets, inline_assets, store_assets
 from onellm.runtime._cache import ResultCache
-from onellm.runtime._call import ModelCall, StreamingAnswer
+from onellm.runtime._call import MAX_INPUT_DEPTH, ModelCall, StreamingAnswer, kept_calls
 from onellm.runtime._chat import ChatSession
 from onellm.runtime._default import current_runtime, set_default_runtime, use_runtime
 from onellm.runtime._media import (
@@ -65,6 +65,7 @@ from onellm.runtime._verbs import (
 )
 
 __all__ = [
+    "MAX_INPUT_DEPTH",
     "AskResult",
     "Asset",
     "AudioSource",
@@ -103,6 +104,7 @@ __all__ = [
     "generate_image_sync",
     "generate_sync",
     "inline_assets",
+    "kept_calls",
     "moderate",
     "moderate_sync",
     "new_message_id",

@@ -43,12 +43,13 @@ if TYPE_CHECKING:
     from onellm.catalog import ResolvedModel
     from onellm.catalog.spend import Reservation
     from onellm.instances import Instance, InstanceLease
+    from onellm.messages import ToolCall
     from onellm.providers import RawExchange
     from onellm.records import Record
     from onellm.runtime._services import RuntimeServices
     from onellm.telemetry import CallObserver
 
-__all__ = ["ModelCall", "StreamingAnswer"]
+__all__ = ["MAX_INPUT_DEPTH", "ModelCall", "StreamingAnswer", "kept_calls"]
 
 T = TypeVar("T")
 
@@ -329,7 +330,7 @@ class ModelCall:
                 turn = self.turn
                 answer = response.message
                 turn.assistant = list(answer.assistant)
-                turn.tool_calls = list(answer.tool_calls)
+                turn.tool_calls = kept_calls(answer.tool_calls)
                 if usage is not None:
                     lines = cost.lines
                     usage = msgspec.structs.replace(
@@ -501,7 +502,7 @@ class ModelCall:
         except Exception:  # a half-built block that cannot be finished: keep nothing of it
             return
         self.turn.assistant = list(partial.assistant)
-        self.turn.tool_calls = [c for c in partial.tool_calls if c.id is not None]
+        self.turn.tool_calls = kept_calls([c for c in partial.tool_calls if c.id is not None])
 
     # ---------------------------------------------------------------------------------------------------- records
     def _run_record(self, event: str, state: str | None) -> Record:
@@ -549,6 +550,52 @@ class ModelCall:
             request = _request_data(self.request)
             answer = _response_data(response) if response is not None else None
         return RawTurnRecord(instance_id=self.instance.id, message_id=self.turn.id, request=request, response=answer)
+
+
+MAX_INPUT_DEPTH = 64
+"""How deep a tool call's arguments may nest: an instance file is read back with at most 100 levels in all, and a
+call's arguments sit some levels down in it."""
+
+
+def kept_calls(calls: Sequence[ToolCall]) -> list[ToolCall]:
+    """The calls of one answer as an instance keeps them, each with an id of its own and arguments it can read back.
+
+    A call with no id, an empty one or the id of a call before it gets a fresh id: a result and an approval are found
+    by the id, and a saved message holding an id twice is refused when the instance is read back. Arguments nested
+    deeper than `MAX_INPUT_DEPTH` are kept as their JSON text in `invalid_inputs`, as arguments that are not an object
+    are, so the model reads an error result. A changed call is a copy; the answer's own is left as it was.
+    """
+    seen: set[str] = set()
+    out: list[ToolCall] = []
+    for call in calls:
+        fresh = not call.id or call.id in seen
+        deep = bool(call.inputs) and _deeper_than(call.inputs, MAX_INPUT_DEPTH)
+        if fresh or deep:
+            call = call.__copy__()
+            if fresh:
+                from onellm.runtime._prompt import new_message_id
+
+                call.id = "call_" + new_message_id()[:24]
+            if deep:
+                call.invalid_inputs = msgspec.json.encode(call.inputs).decode()
+                call.inputs = {}
+        seen.add(call.id)  # type: ignore[arg-type]  # set just above when it was None
+        out.append(call)
+    return out
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether a JSON value nests more than `limit` objects and arrays (walked without recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values() if isinstance(v, dict | list))
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item if isinstance(v, dict | list))
+    return False
 
 
 def _raw_body(data: bytes, raw: RawExchange) -> Any:

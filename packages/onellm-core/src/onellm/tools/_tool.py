@@ -515,7 +515,8 @@ class Tool(Generic[P, R]):
 
                 with anyio.move_on_after(self.timeout_seconds) as scope:
                     value = await self._run(values, ctx)
-                if scope.cancelled_caught:
+                # `cancel_called` too: a tool that swallowed the cancellation and answered late still timed out.
+                if scope.cancelled_caught or scope.cancel_called:
                     return ToolResult.error(
                         f"Tool '{self.name}' timed out after {_seconds(self.timeout_seconds)} s.",
                         cost_lines=ctx._lines_since(start),
@@ -558,9 +559,12 @@ class Tool(Generic[P, R]):
                 parts=[_messages().TextPart(text=value)], is_error=False, cost_lines=cost_lines, value=value
             )
         if isinstance(value, ToolResult):
+            parts = check_parts(list(value.parts))
+            if not isinstance(value.is_error, bool):
+                raise TypeError(f"a ToolResult's is_error must be a bool, not {type(value.is_error).__name__}")
             merged = list(value.cost_lines)
             merged.extend(line for line in cost_lines if not any(line is m for m in merged))
-            return ToolResult(parts=list(value.parts), is_error=value.is_error, cost_lines=merged, value=value.value)
+            return ToolResult(parts=parts, is_error=value.is_error, cost_lines=merged, value=value.value)
         return ToolResult(parts=to_parts(value), is_error=False, cost_lines=cost_lines, value=value)
 
 
@@ -600,10 +604,25 @@ def to_parts(value: Any) -> list[Part]:
         return [messages.TextPart(text=value)]
     kinds = _part_types()
     if kinds and isinstance(value, kinds):
-        return [typing.cast("Part", value)]
+        return check_parts([typing.cast("Part", value)])
     if kinds and isinstance(value, list | tuple) and value and all(isinstance(v, kinds) for v in value):
-        return list(value)
+        return check_parts(list(value))
     return [messages.JsonPart(json=to_json_value(value))]
+
+
+def check_parts(parts: list[Part]) -> list[Part]:
+    """`parts` as an instance can keep them: a JSON part's value made plain JSON (`to_json_value`: a date becomes its
+    ISO text), a `TypeError` for one with no JSON form or a text part whose text is not a string. A part built by hand
+    is not checked when made, and one that cannot be written makes an instance that cannot be saved or read back."""
+    messages = _messages()
+    for i, part in enumerate(parts):
+        if isinstance(part, messages.JsonPart):
+            plain = to_json_value(part.json)
+            if plain is not part.json:
+                parts[i] = messages.JsonPart(json=plain, extra=dict(part.extra))
+        elif isinstance(part, messages.TextPart) and not isinstance(part.text, str):
+            raise TypeError(f"a text part's text must be a string, not {type(part.text).__name__}")
+    return parts
 
 
 @overload
