@@ -1238,3 +1238,23 @@ async def test_cancel_after_any_number_of_checkpoints_keeps_the_file_whole_and_r
                     break
             texts = [text for _, args in ran for text in args.values()]
             assert len(texts) == len(set(texts)), (k, ran)
+
+
+@pytest.mark.parametrize("store", ["harness", "file_harness"])
+async def test_a_stale_handle_of_a_deleted_instance_neither_decides_nor_runs_it_back_into_the_store(
+    request: pytest.FixtureRequest, store: str
+) -> None:
+    h: Harness = request.getfixturevalue(store)
+    with anyio.fail_after(LIMIT):
+        run = await held(h)
+        assert await h.runtime.store.delete(run.instance_id)  # type: ignore[arg-type]
+        for attempt in (lambda: run.approve("d"), run.result):
+            with pytest.raises(onellm.errors.InstanceNotFoundError) as gone:
+                await attempt()
+            names(gone.value, run.instance_id)
+        await run.message("still there?")
+        run.resume()
+        with pytest.raises(onellm.errors.InstanceNotFoundError):
+            await run.result()
+        assert await h.runtime.store.load(run.instance_id) is None  # type: ignore[arg-type]
+        assert h.ran == []

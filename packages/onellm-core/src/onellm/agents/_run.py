@@ -918,6 +918,13 @@ class AgentRun(Generic[T]):
         if inst.id is None:
             return
         loaded = await self._services.store.load(inst.id)
+        if loaded is None and self._stored:
+            from onellm.errors import InstanceNotFoundError
+
+            # Deleted since this handle read it: going on (or deciding) would write it back, held calls and all.
+            raise InstanceNotFoundError(
+                f"instance {inst.id} is no longer in {self._services.store!r} (deleted)", instance_id=inst.id
+            )
         if loaded is not None:
             self._instance = loaded
             self._own_history = False
