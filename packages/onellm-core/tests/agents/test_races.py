@@ -1258,3 +1258,26 @@ async def test_a_stale_handle_of_a_deleted_instance_neither_decides_nor_runs_it_
             await run.result()
         assert await h.runtime.store.load(run.instance_id) is None  # type: ignore[arg-type]
         assert h.ran == []
+
+
+async def test_approve_and_deny_at_once_at_the_approval_event_then_leaving_the_loop(file_harness: Harness) -> None:
+    h = file_harness
+    with anyio.fail_after(LIMIT):
+        h.script(calls(("d", "deploy", {"target": "prod"})), done("over"))
+        run = await h.runtime.start_agent(h.agent(tools="[deploy, task_complete]"))
+        ended: list[BaseException | None] = []
+        async for event in run.events():
+            if isinstance(event, onellm.agents.ApprovalNeeded):
+                ended = await outcomes(lambda: run.approve("d"), lambda: run.deny("d", reason="no"))
+                break
+        assert ended.count(None) == 1, ended
+        (lost,) = [e for e in ended if e is not None]
+        assert isinstance(lost, AgentStateError), repr(lost)
+        names(lost, run.instance_id)
+        result = await run.result()
+        assert result.stop_reason is StopReason.COMPLETED
+        assert h.ran == ([("deploy", {"target": "prod"})] if ended[0] is None else [])
+        saved = await h.runtime.store.load(run.instance_id)  # type: ignore[arg-type]
+        assert saved is not None
+        assert saved.pending_approvals == []
+        assert saved.messages[0].tool_calls[0].is_error is (ended[0] is not None)

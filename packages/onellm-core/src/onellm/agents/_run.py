@@ -1179,6 +1179,7 @@ class AgentRun(Generic[T]):
                 async for event in self._tool_phase(plan):
                     yield event
                 self._finish(plan)
+                self._plan = None  # written: a pause or a cancel from here on must not write it again
                 stop = bool(plan.held) or plan.asked is not None or self._ended(self._instance.messages[-1])
                 if stop:
                     break  # the remaining initial prompts do not run
@@ -1389,6 +1390,7 @@ class AgentRun(Generic[T]):
             else:
                 await self._quiet_tool_phase(plan)
             self._finish(plan)
+            self._plan = None  # written: a pause or a cancel from here on must not write it again
             await self._save()
             if self._events:
                 for event in self._flush():
