@@ -1281,3 +1281,65 @@ async def test_approve_and_deny_at_once_at_the_approval_event_then_leaving_the_l
         assert saved is not None
         assert saved.pending_approvals == []
         assert saved.messages[0].tool_calls[0].is_error is (ended[0] is not None)
+
+
+@pytest.mark.parametrize("durable", [False, True])
+async def test_leaving_the_events_loop_after_any_event_of_a_run_with_held_calls(tmp_path: Path, durable: bool) -> None:
+    def harness(n: int) -> Harness:
+        ran: list[tuple[str, dict[str, Any]]] = []
+        folder = tmp_path / str(n)
+        folder.mkdir()
+        store = FileInstanceStore(folder / "instances", durable=False) if durable else MemoryInstanceStore()
+        runtime, provider = make_runtime(folder, store, ran, [])
+        provider.enqueue(
+            calls(
+                ("a", "echo", {"text": "one"}), ("d", "deploy", {"target": "two"}), ("b", "write_note", {"text": "3"})
+            ),
+            calls(("e", "deploy", {"target": "four"})),
+            done("over"),
+        )
+        return Harness(runtime, provider, folder, [], ran)
+
+    async def finish(run: AgentRun[Any]) -> Any:
+        while True:
+            result = await run.result()
+            if result.stop_reason is not StopReason.WAITING_FOR_APPROVAL:
+                return result
+            await run.approve()
+
+    def shape(result: Any) -> list[Any]:
+        return [(m.text, [(c.id, c.result) for c in m.tool_calls]) for m in result.instance.messages]
+
+    tools = "[echo, deploy, write_note, task_complete]"
+    with anyio.fail_after(LIMIT * 3):
+        reference = harness(-1)
+        run = await reference.runtime.start_agent(reference.agent(tools=tools))
+        events: list[str] = []
+        while True:
+            events += [type(e).__name__ async for e in run.events()]
+            if run.pending_approvals:
+                await run.approve()
+                continue
+            break
+        expected = shape(await run.result())
+        for n in range(len(events)):
+            h = harness(n)
+            run = await h.runtime.start_agent(h.agent(tools=tools))
+            seen = 0
+            done_following = False
+            while not done_following:
+                done_following = True
+                async for event in run.events():
+                    if seen == n:
+                        break
+                    seen += 1
+                    if (
+                        isinstance(event, onellm.agents.ApprovalNeeded)
+                        and event.call_id == run.pending_approvals[-1].tool_call_id
+                    ):
+                        await run.approve()
+                        done_following = False
+            result = await finish(run)
+            assert shape(result) == expected, (n, events[n])
+            assert sorted(map(str, h.ran)) == sorted(map(str, reference.ran)), (n, events[n])
+            assert result.instance.pending_approvals == []
