@@ -1343,3 +1343,27 @@ async def test_leaving_the_events_loop_after_any_event_of_a_run_with_held_calls(
             assert shape(result) == expected, (n, events[n])
             assert sorted(map(str, h.ran)) == sorted(map(str, reference.ran)), (n, events[n])
             assert result.instance.pending_approvals == []
+
+
+def test_leaving_the_blocking_events_loop_then_a_blocking_result_runs_every_call_once(tmp_path: Path) -> None:
+    ran: list[tuple[str, dict[str, Any]]] = []
+    runtime, provider = make_runtime(tmp_path, FileInstanceStore(tmp_path / "instances", durable=False), ran, [])
+    path = tmp_path / "agent.yaml"
+    path.write_text(
+        "model: claude-sonnet\nreferences:\n  - tools: [write_note, task_complete]\n"
+        "initialPrompts:\n  - user:\n      - text: go\n"
+    )
+    provider.enqueue(calls(("a", "write_note", {"text": "one"}), ("b", "write_note", {"text": "two"})), done("over"))
+    run = runtime.start_agent_sync(path)
+    events = run.events()
+    for event in events:
+        if isinstance(event, onellm.agents.ToolCallEnded):
+            break
+    events.close()  # type: ignore[attr-defined]
+    assert ran == [("write_note", {"text": "one"})]
+    outcome: list[Any] = []
+    ended = in_threads(lambda: outcome.append(run.result()))
+    assert ended == [None]
+    assert outcome[0].stop_reason is StopReason.COMPLETED
+    assert ran == [("write_note", {"text": "one"}), ("write_note", {"text": "two"})]
+    assert [c.result for c in outcome[0].instance.messages[0].tool_calls] == [[TextPart("noted")], [TextPart("noted")]]
