@@ -1238,3 +1238,132 @@ async def test_cancel_after_any_number_of_checkpoints_keeps_the_file_whole_and_r
                     break
             texts = [text for _, args in ran for text in args.values()]
             assert len(texts) == len(set(texts)), (k, ran)
+
+
+@pytest.mark.parametrize("store", ["harness", "file_harness"])
+async def test_a_stale_handle_of_a_deleted_instance_neither_decides_nor_runs_it_back_into_the_store(
+    request: pytest.FixtureRequest, store: str
+) -> None:
+    h: Harness = request.getfixturevalue(store)
+    with anyio.fail_after(LIMIT):
+        run = await held(h)
+        assert await h.runtime.store.delete(run.instance_id)  # type: ignore[arg-type]
+        for attempt in (lambda: run.approve("d"), run.result):
+            with pytest.raises(onellm.errors.InstanceNotFoundError) as gone:
+                await attempt()
+            names(gone.value, run.instance_id)
+        await run.message("still there?")
+        run.resume()
+        with pytest.raises(onellm.errors.InstanceNotFoundError):
+            await run.result()
+        assert await h.runtime.store.load(run.instance_id) is None  # type: ignore[arg-type]
+        assert h.ran == []
+
+
+async def test_approve_and_deny_at_once_at_the_approval_event_then_leaving_the_loop(file_harness: Harness) -> None:
+    h = file_harness
+    with anyio.fail_after(LIMIT):
+        h.script(calls(("d", "deploy", {"target": "prod"})), done("over"))
+        run = await h.runtime.start_agent(h.agent(tools="[deploy, task_complete]"))
+        ended: list[BaseException | None] = []
+        async for event in run.events():
+            if isinstance(event, onellm.agents.ApprovalNeeded):
+                ended = await outcomes(lambda: run.approve("d"), lambda: run.deny("d", reason="no"))
+                break
+        assert ended.count(None) == 1, ended
+        (lost,) = [e for e in ended if e is not None]
+        assert isinstance(lost, AgentStateError), repr(lost)
+        names(lost, run.instance_id)
+        result = await run.result()
+        assert result.stop_reason is StopReason.COMPLETED
+        assert h.ran == ([("deploy", {"target": "prod"})] if ended[0] is None else [])
+        saved = await h.runtime.store.load(run.instance_id)  # type: ignore[arg-type]
+        assert saved is not None
+        assert saved.pending_approvals == []
+        assert saved.messages[0].tool_calls[0].is_error is (ended[0] is not None)
+
+
+@pytest.mark.parametrize("durable", [False, True])
+async def test_leaving_the_events_loop_after_any_event_of_a_run_with_held_calls(tmp_path: Path, durable: bool) -> None:
+    def harness(n: int) -> Harness:
+        ran: list[tuple[str, dict[str, Any]]] = []
+        folder = tmp_path / str(n)
+        folder.mkdir()
+        store = FileInstanceStore(folder / "instances", durable=False) if durable else MemoryInstanceStore()
+        runtime, provider = make_runtime(folder, store, ran, [])
+        provider.enqueue(
+            calls(
+                ("a", "echo", {"text": "one"}), ("d", "deploy", {"target": "two"}), ("b", "write_note", {"text": "3"})
+            ),
+            calls(("e", "deploy", {"target": "four"})),
+            done("over"),
+        )
+        return Harness(runtime, provider, folder, [], ran)
+
+    async def finish(run: AgentRun[Any]) -> Any:
+        while True:
+            result = await run.result()
+            if result.stop_reason is not StopReason.WAITING_FOR_APPROVAL:
+                return result
+            await run.approve()
+
+    def shape(result: Any) -> list[Any]:
+        return [(m.text, [(c.id, c.result) for c in m.tool_calls]) for m in result.instance.messages]
+
+    tools = "[echo, deploy, write_note, task_complete]"
+    with anyio.fail_after(LIMIT * 3):
+        reference = harness(-1)
+        run = await reference.runtime.start_agent(reference.agent(tools=tools))
+        events: list[str] = []
+        while True:
+            events += [type(e).__name__ async for e in run.events()]
+            if run.pending_approvals:
+                await run.approve()
+                continue
+            break
+        expected = shape(await run.result())
+        for n in range(len(events)):
+            h = harness(n)
+            run = await h.runtime.start_agent(h.agent(tools=tools))
+            seen = 0
+            done_following = False
+            while not done_following:
+                done_following = True
+                async for event in run.events():
+                    if seen == n:
+                        break
+                    seen += 1
+                    if (
+                        isinstance(event, onellm.agents.ApprovalNeeded)
+                        and event.call_id == run.pending_approvals[-1].tool_call_id
+                    ):
+                        await run.approve()
+                        done_following = False
+            result = await finish(run)
+            assert shape(result) == expected, (n, events[n])
+            assert sorted(map(str, h.ran)) == sorted(map(str, reference.ran)), (n, events[n])
+            assert result.instance.pending_approvals == []
+
+
+def test_leaving_the_blocking_events_loop_then_a_blocking_result_runs_every_call_once(tmp_path: Path) -> None:
+    ran: list[tuple[str, dict[str, Any]]] = []
+    runtime, provider = make_runtime(tmp_path, FileInstanceStore(tmp_path / "instances", durable=False), ran, [])
+    path = tmp_path / "agent.yaml"
+    path.write_text(
+        "model: claude-sonnet\nreferences:\n  - tools: [write_note, task_complete]\n"
+        "initialPrompts:\n  - user:\n      - text: go\n"
+    )
+    provider.enqueue(calls(("a", "write_note", {"text": "one"}), ("b", "write_note", {"text": "two"})), done("over"))
+    run = runtime.start_agent_sync(path)
+    events = run.events()
+    for event in events:
+        if isinstance(event, onellm.agents.ToolCallEnded):
+            break
+    events.close()  # type: ignore[attr-defined]
+    assert ran == [("write_note", {"text": "one"})]
+    outcome: list[Any] = []
+    ended = in_threads(lambda: outcome.append(run.result()))
+    assert ended == [None]
+    assert outcome[0].stop_reason is StopReason.COMPLETED
+    assert ran == [("write_note", {"text": "one"}), ("write_note", {"text": "two"})]
+    assert [c.result for c in outcome[0].instance.messages[0].tool_calls] == [[TextPart("noted")], [TextPart("noted")]]

@@ -921,6 +921,13 @@ class AgentRun(Generic[T]):
         if inst.id is None:
             return
         loaded = await self._services.store.load(inst.id)
+        if loaded is None and self._stored:
+            from onellm.errors import InstanceNotFoundError
+
+            # Deleted since this handle read it: going on (or deciding) would write it back, held calls and all.
+            raise InstanceNotFoundError(
+                f"instance {inst.id} is no longer in {self._services.store!r} (deleted)", instance_id=inst.id
+            )
         if loaded is not None:
             self._instance = loaded
             self._own_history = False
@@ -1182,6 +1189,7 @@ class AgentRun(Generic[T]):
                 async for event in self._tool_phase(plan):
                     yield event
                 self._finish(plan)
+                self._plan = None  # written: a pause or a cancel from here on must not write it again
                 stop = bool(plan.held) or plan.asked is not None or self._ended(self._instance.messages[-1])
                 if stop:
                     break  # the remaining initial prompts do not run
@@ -1392,6 +1400,7 @@ class AgentRun(Generic[T]):
             else:
                 await self._quiet_tool_phase(plan)
             self._finish(plan)
+            self._plan = None  # written: a pause or a cancel from here on must not write it again
             await self._save()
             if self._events:
                 for event in self._flush():
