@@ -246,6 +246,25 @@ def add_blocker(h: Harness) -> tuple[anyio.Event, list[str]]:
     return started, runs
 
 
+def add_pause(h: Harness) -> tuple[anyio.Event, anyio.Event, list[str], Any]:
+    """Register `pause`: marks that it started and that it ran, then waits for the gate. Returns the started event,
+    the gate, the runs and the tool (to register on another runtime too)."""
+    started = anyio.Event()
+    gate = anyio.Event()
+    ran: list[str] = []
+
+    @onellm.tool
+    async def pause() -> str:
+        """Waits for the test."""
+        ran.append("pause")
+        started.set()
+        await gate.wait()
+        return "paused"
+
+    h.runtime.tools.add(pause)
+    return started, gate, ran, pause
+
+
 async def assert_saved_cancelled(h: Harness, run: AgentRun[Any]) -> Any:
     saved = await h.runtime.store.load(run.instance_id)  # type: ignore[arg-type]
     assert saved is not None
@@ -403,17 +422,7 @@ async def test_a_message_sent_as_the_run_rests_is_read_by_the_same_drive(file_ha
 
 async def test_many_messages_at_once_keep_their_order(file_harness: Harness) -> None:
     h = file_harness
-    started, _ = add_blocker(h)
-    gate = anyio.Event()
-
-    @onellm.tool
-    async def pause() -> str:
-        """Waits for the test."""
-        started.set()
-        await gate.wait()
-        return "paused"
-
-    h.runtime.tools.add(pause)
+    started, gate, _, _ = add_pause(h)
     with anyio.fail_after(LIMIT):
         h.script(calls(("p", "pause", {})), say("read them"))
         run = await h.runtime.start_agent(h.agent(tools="[pause, task_complete]", prompt="Start."))
@@ -479,17 +488,7 @@ async def test_events_followed_by_two_consumers_the_second_gets_a_typed_error(ha
 
 async def test_another_runtime_cannot_run_a_running_instance_and_its_message_waits(file_harness: Harness) -> None:
     h = file_harness
-    started, _ = add_blocker(h)
-    gate = anyio.Event()
-
-    @onellm.tool
-    async def pause() -> str:
-        """Waits for the test."""
-        started.set()
-        await gate.wait()
-        return "paused"
-
-    h.runtime.tools.add(pause)
+    started, gate, _, pause = add_pause(h)
     with anyio.fail_after(LIMIT):
         h.script(calls(("p", "pause", {})), say("done here"))
         run = await h.runtime.start_agent(h.agent(tools="[pause, task_complete]", prompt="Start."))
@@ -520,19 +519,7 @@ async def test_another_runtime_cannot_run_a_running_instance_and_its_message_wai
 
 async def test_fork_and_duplicate_while_the_source_runs_a_tool_copy_whole_turns(file_harness: Harness) -> None:
     h = file_harness
-    started, _ = add_blocker(h)
-    gate = anyio.Event()
-    ran: list[str] = []
-
-    @onellm.tool
-    async def pause() -> str:
-        """Waits for the test."""
-        ran.append("pause")
-        started.set()
-        await gate.wait()
-        return "paused"
-
-    h.runtime.tools.add(pause)
+    started, gate, ran, pause = add_pause(h)
     with anyio.fail_after(LIMIT):
         h.script(calls(("p", "pause", {})), say("done here"))
         run = await h.runtime.start_agent(h.agent(tools="[pause, task_complete]", prompt="Start."))
