@@ -45,6 +45,7 @@ from onellm.errors import (
     TemplateError,
     TransportError,
     UnsupportedParameterError,
+    UnwritableValueError,
 )
 
 if TYPE_CHECKING:
@@ -452,6 +453,7 @@ __all__ = [
     "TranscriptionResult",
     "TransportError",
     "UnsupportedParameterError",
+    "UnwritableValueError",
     "Usage",
     "UsageEvent",
     "VertexAnthropicDeployment",

@@ -74,6 +74,7 @@ __all__ = [
     "TemplateError",
     "TransportError",
     "UnsupportedParameterError",
+    "UnwritableValueError",
 ]
 
 
@@ -413,6 +414,17 @@ class StorageError(OnellmError):
         self.result = result
 
 
+class UnwritableValueError(OnellmError, TypeError):
+    """A value an instance holds has no form in its file: only text, numbers, booleans, null, lists and mappings with
+    such keys can be written. `path` names the value (`inputs.when`, `messages[3].toolCalls[0].inputs.at`), and
+    nothing is saved. A `TypeError` too, as writing such a value always was."""
+
+    def __init__(self, message: str, *, instance_id: str | None = None, path: str | None = None) -> None:
+        super().__init__(message)
+        self.instance_id = instance_id
+        self.path = path
+
+
 class RunCancelledError(OnellmError):
     """A run was cancelled. `instance` is the saved instance, with what arrived before the cancellation."""
 
@@ -517,4 +529,5 @@ _publish(
     TemplateError,
     TransportError,
     UnsupportedParameterError,
+    UnwritableValueError,
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -10,16 +11,18 @@ from typing import Any
 import msgspec
 import pytest
 
-from onellm.errors import BadDefinitionError, OnellmError
+from onellm.errors import BadDefinitionError, OnellmError, UnwritableValueError
 from onellm.instances import (
     HEADER_KEYS,
     AskUser,
     Compaction,
+    FileInstanceStore,
     ForkOrigin,
     Instance,
     InstanceFailure,
     InstanceState,
     InvalidInstanceIdError,
+    MemoryInstanceStore,
     PendingApproval,
     is_valid_instance_id,
     new_instance_id,
@@ -308,6 +311,53 @@ def test_a_header_value_that_cannot_be_pickled_is_still_written() -> None:
     assert "note: plain\n" in inst.dumps()
     inst.extra["note"] = Unpicklable("other")
     assert "note: other\n" in inst.dumps()
+
+
+@pytest.mark.parametrize(
+    ("inst", "path", "kind"),
+    [
+        (
+            Instance(id="u1", inputs={"when": datetime.datetime(2026, 1, 2, tzinfo=datetime.UTC)}),
+            "inputs.when",
+            "datetime",
+        ),
+        (Instance(id="u2", metadata={"tags": [1, {"k": b"raw"}]}), "metadata.tags[1].k", "bytes"),
+        (Instance(id="u3", inputs={(1, 2): "pair"}), 'inputs["(1, 2)"]', "tuple (as a key)"),
+        (Instance(id="u4", extra={"later": {1, 2}}), "later", "set"),
+        (
+            Instance(
+                id="u5",
+                messages=[
+                    Message(user=[TextPart("hi")]),
+                    Message(tool_calls=[ToolCall(id="c1", tool="t", inputs={"at": [datetime.date(2026, 1, 2)]})]),
+                ],
+            ),
+            "messages[1].toolCalls[0].inputs.at[0]",
+            "date",
+        ),
+    ],
+)
+def test_a_value_with_no_form_in_the_file_is_a_typed_error_naming_it(inst: Instance, path: str, kind: str) -> None:
+    for _ in range(2):  # the second save takes the paths that reuse what the first one kept
+        with pytest.raises(UnwritableValueError) as info:
+            inst.dumps()
+        assert (info.value.instance_id, info.value.path) == (inst.id, path)
+        assert str(info.value).startswith(f"instance {inst.id}: {path} cannot be written: ")
+        assert str(info.value).endswith(f"not a value of type {kind}")
+        assert isinstance(info.value, TypeError)  # what writing such a value raised before
+
+
+@pytest.mark.anyio
+async def test_a_store_refuses_to_save_a_value_with_no_form_and_keeps_the_last_save(tmp_path: Path) -> None:
+    for store in (FileInstanceStore(tmp_path), MemoryInstanceStore()):
+        inst = Instance(id="keep", state="waiting", inputs={"n": 1})
+        await store.save(inst)
+        inst.inputs = {"n": 2, "when": datetime.datetime(2026, 1, 2)}
+        with pytest.raises(UnwritableValueError, match=r"^instance keep: inputs\.when cannot be written"):
+            await store.save(inst)
+        saved = await store.load("keep")
+        assert saved is not None
+        assert saved.inputs == {"n": 1}
 
 
 def test_header_entries_another_instance_wrote_are_reused_only_for_the_same_values() -> None:

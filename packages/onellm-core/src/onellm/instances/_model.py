@@ -39,9 +39,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from onellm import yamlio
-from onellm._describe import type_name
+from onellm._describe import format_path, type_name
 from onellm._files import read_regular, storage_error, write_atomic
-from onellm.errors import BadDefinitionError
+from onellm.errors import BadDefinitionError, UnwritableValueError
 from onellm.instances import _layout
 from onellm.instances._ids import is_valid_instance_id, new_instance_id, validate_instance_id
 from onellm.instances._parts import (
@@ -857,7 +857,17 @@ class Instance:
     def dump_parts(self) -> tuple[str, ...]:
         """The instance file text in pieces that join to `dumps()`: the header, then each message's block, kept
         between saves. A store that writes them one after the other (or keeps them) never copies the conversation
-        into one string."""
+        into one string.
+
+        Raises:
+            UnwritableValueError: a value has no form in the file (a datetime in `inputs`, say); nothing is written.
+        """
+        try:
+            return self._dump_parts()
+        except TypeError as error:
+            raise _unwritable(self, error) from error
+
+    def _dump_parts(self) -> tuple[str, ...]:
         source = self._source
         values = self._signature_values()
         signature = self._signature(values)
@@ -1083,6 +1093,56 @@ class Instance:
 def encoded_parts(instance: Instance) -> list[bytes]:
     """The instance file's bytes in pieces (`Instance.dump_parts`, each encoded), for `write_atomic`."""
     return [part.encode("utf-8") for part in instance.dump_parts()]
+
+
+def _unwritable(instance: Instance, error: TypeError) -> TypeError:
+    """`error`, raised while writing `instance`, as an `UnwritableValueError` naming the first value that has no form
+    in the file (the error itself when it found none, or was one already)."""
+    if isinstance(error, UnwritableValueError):
+        return error
+    found = _unwritable_in(instance._header_data(), [])
+    if found is None:
+        for index, msg in enumerate(instance.messages):
+            try:
+                data = msg.to_data()
+            except TypeError:
+                found = (["messages", index], type(msg).__name__)
+                break
+            found = _unwritable_in(data, ["messages", index])
+            if found is not None:
+                break
+    if found is None:
+        return error
+    segments, kind = found
+    path = format_path(segments)
+    return UnwritableValueError(
+        f"instance {instance.id}: {path} cannot be written: an instance file holds text, numbers, booleans, null, "
+        f"lists and mappings only, not a value of type {kind}",
+        instance_id=instance.id,
+        path=path,
+    )
+
+
+def _unwritable_in(value: Any, path: list[str | int]) -> tuple[list[str | int], str] | None:
+    """The path to the first value within `value` the YAML writer does not take, and its type's name; None when
+    every value is writable."""
+    if value is None or isinstance(value, str | bool | int | Decimal | float):
+        return None
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not (key is None or isinstance(key, str | bool | int | Decimal | float)):
+                return [*path, str(key)], f"{type(key).__name__} (as a key)"
+            found = _unwritable_in(item, [*path, key if isinstance(key, str | int) else str(key)])
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            found = _unwritable_in(item, [*path, index])
+            if found is not None:
+                return found
+        return None
+    return path, type(value).__name__
 
 
 @functools.cache
