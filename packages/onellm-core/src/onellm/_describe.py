@@ -6,6 +6,8 @@
 - `format_path(segments)` writes the keys and indexes from a document's top down to one value, the way
   `ArgumentError.path` always has: `items[2].qty`, `headers["X-Api-Key"]` (a key that is not an identifier is quoted
   in brackets). `join_path` adds one segment to such a text, and `parse_path` reads one back.
+- `find_unplain(value)` finds the first value inside `value` that no file can hold (a datetime, bytes, a set), with
+  its path, for the error that names it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["describe_value", "format_path", "join_path", "parse_path", "quote_text", "type_name"]
+__all__ = ["describe_value", "find_unplain", "format_path", "join_path", "parse_path", "quote_text", "type_name"]
 
 
 def type_name(value: Any) -> str:
@@ -97,3 +99,27 @@ def parse_path(path: str) -> list[str | int]:
         else:
             steps.append(_UNESCAPE.sub(r"\1", quoted))
     return steps
+
+
+def find_unplain(value: Any, path: Iterable[str | int] = ()) -> tuple[list[str | int], str] | None:
+    """The path to the first value within `value` that is not plain data (text, numbers, booleans, null, lists and
+    mappings with such keys: what the YAML writer takes), under `path`, and its type's name (`datetime`, or
+    `tuple (as a key)`); None when every value is plain."""
+    segments = list(path)
+    if value is None or isinstance(value, str | bool | int | Decimal | float):
+        return None
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not (key is None or isinstance(key, str | bool | int | Decimal | float)):
+                return [*segments, str(key)], f"{type(key).__name__} (as a key)"
+            found = find_unplain(item, [*segments, key if isinstance(key, str | int) else str(key)])
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            found = find_unplain(item, [*segments, index])
+            if found is not None:
+                return found
+        return None
+    return segments, type(value).__name__

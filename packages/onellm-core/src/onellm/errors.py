@@ -415,9 +415,10 @@ class StorageError(OnellmError):
 
 
 class UnwritableValueError(OnellmError, TypeError):
-    """A value an instance holds has no form in its file: only text, numbers, booleans, null, lists and mappings with
-    such keys can be written. `path` names the value (`inputs.when`, `messages[3].toolCalls[0].inputs.at`), and
-    nothing is saved. A `TypeError` too, as writing such a value always was."""
+    """A value an instance or a definition holds has no form in its file: only text, numbers, booleans, null, lists
+    and mappings with such keys can be written. `path` names the value (`inputs.when`,
+    `messages[3].toolCalls[0].inputs.at`), `instance_id` the instance (None for a definition), and nothing is saved.
+    A `TypeError` too, as writing such a value always was."""
 
     def __init__(self, message: str, *, instance_id: str | None = None, path: str | None = None) -> None:
         super().__init__(message)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from decimal import Decimal
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from onellm.definitions import (
     Reference,
     Thinking,
 )
-from onellm.errors import BadDefinitionError
+from onellm.errors import BadDefinitionError, UnwritableValueError
 from onellm.messages import FromPart, Message, TextPart
 
 AGENT = """\
@@ -210,6 +211,27 @@ def test_save_writes_bytes_and_remembers_the_new_text(tmp_path: Path) -> None:
         fresh.save()
     fresh.save(tmp_path / "fresh.yaml")
     assert Definition.load(tmp_path / "fresh.yaml").model == "c"
+
+
+def test_a_value_with_no_form_in_the_file_is_a_typed_error_and_the_file_is_kept(tmp_path: Path) -> None:
+    path = tmp_path / "agent.yaml"
+    path.write_bytes(b"# keep me\nmodel: a\n")
+    d = Definition.load(tmp_path)
+    d.extra["schedule"] = {"at": [datetime.date(2026, 1, 2)]}
+    with pytest.raises(UnwritableValueError) as info:
+        d.save()
+    assert info.value.path == "schedule.at[0]"
+    assert info.value.instance_id is None
+    assert str(info.value) == (
+        f"{path}: schedule.at[0] cannot be written: a definition file holds text, numbers, booleans, null, lists "
+        "and mappings only, not a value of type date"
+    )
+    assert path.read_bytes() == b"# keep me\nmodel: a\n"
+    fresh = Definition(model="c", extra={"raw": b"bytes"})
+    with pytest.raises(
+        UnwritableValueError, match=r"^definition: raw cannot be written: .* not a value of type bytes$"
+    ):
+        fresh.dumps()
 
 
 def test_missing_file_is_a_bad_definition(tmp_path: Path) -> None:

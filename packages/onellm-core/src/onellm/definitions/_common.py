@@ -10,9 +10,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from onellm._describe import format_path, type_name
+from onellm._describe import find_unplain, format_path, type_name
 from onellm._files import read_regular, write_atomic
-from onellm.errors import BadDefinitionError, StorageError
+from onellm.errors import BadDefinitionError, StorageError, UnwritableValueError
 from onellm.yamlio import MAX_DOCUMENT_CHARS, YamlDocument, decode_text, dump_document, load_document
 
 __all__ = ["DefinitionWarning", "Reader", "Step", "format_path", "layout", "read_source", "type_name", "write_text"]
@@ -255,8 +255,27 @@ class Persisted:
         return self._doc.position(tuple(path))
 
     def dumps(self) -> str:
-        """The file text: the loaded text unchanged when nothing changed, otherwise written again from the values."""
+        """The file text: the loaded text unchanged when nothing changed, otherwise written again from the values.
+
+        Raises:
+            UnwritableValueError: a value has no form in the file (a datetime, say); `path` names it.
+        """
         data = self.to_data()
+        try:
+            return self._dumps(data)
+        except TypeError as error:
+            found = find_unplain(data)
+            if found is None:
+                raise
+            path = format_path(found[0])
+            where = self._path if self._path is not None else "definition"
+            raise UnwritableValueError(
+                f"{where}: {path} cannot be written: a definition file holds text, numbers, booleans, null, lists and "
+                f"mappings only, not a value of type {found[1]}",
+                path=path,
+            ) from error
+
+    def _dumps(self, data: dict[str, Any]) -> str:
         doc = self._doc
         if doc is None:
             return dump_document(data) if data else "{}\n"

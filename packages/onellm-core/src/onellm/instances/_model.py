@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from onellm import yamlio
-from onellm._describe import format_path, type_name
+from onellm._describe import find_unplain, format_path, type_name
 from onellm._files import read_regular, storage_error, write_atomic
 from onellm.errors import BadDefinitionError, UnwritableValueError
 from onellm.instances import _layout
@@ -1100,7 +1100,7 @@ def _unwritable(instance: Instance, error: TypeError) -> TypeError:
     in the file (the error itself when it found none, or was one already)."""
     if isinstance(error, UnwritableValueError):
         return error
-    found = _unwritable_in(instance._header_data(), [])
+    found = find_unplain(instance._header_data())
     if found is None:
         for index, msg in enumerate(instance.messages):
             try:
@@ -1108,7 +1108,7 @@ def _unwritable(instance: Instance, error: TypeError) -> TypeError:
             except TypeError:
                 found = (["messages", index], type(msg).__name__)
                 break
-            found = _unwritable_in(data, ["messages", index])
+            found = find_unplain(data, ["messages", index])
             if found is not None:
                 break
     if found is None:
@@ -1121,28 +1121,6 @@ def _unwritable(instance: Instance, error: TypeError) -> TypeError:
         instance_id=instance.id,
         path=path,
     )
-
-
-def _unwritable_in(value: Any, path: list[str | int]) -> tuple[list[str | int], str] | None:
-    """The path to the first value within `value` the YAML writer does not take, and its type's name; None when
-    every value is writable."""
-    if value is None or isinstance(value, str | bool | int | Decimal | float):
-        return None
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            if not (key is None or isinstance(key, str | bool | int | Decimal | float)):
-                return [*path, str(key)], f"{type(key).__name__} (as a key)"
-            found = _unwritable_in(item, [*path, key if isinstance(key, str | int) else str(key)])
-            if found is not None:
-                return found
-        return None
-    if isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            found = _unwritable_in(item, [*path, index])
-            if found is not None:
-                return found
-        return None
-    return path, type(value).__name__
 
 
 @functools.cache
