@@ -222,6 +222,25 @@ async def _append(into: list[Any], awaitable: Any) -> None:
     into.append(await awaitable)
 
 
+async def cancel_at_gate(run: AgentRun[Any], gate: Any) -> list[OnellmError]:
+    """Drive `run`, cancel it once the drive is held at `gate` (`reached`, `open`), then let it go: what the drive
+    raised."""
+    failures: list[OnellmError] = []
+
+    async def drive() -> None:
+        try:
+            await run.result()
+        except OnellmError as error:
+            failures.append(error)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(drive)
+        await gate.reached.wait()
+        await run.cancel()
+        gate.open.set()
+    return failures
+
+
 # ------------------------------------------------------------------------------------------------- cancel
 
 
@@ -346,19 +365,7 @@ async def test_cancel_while_the_answer_is_being_saved(file_harness: Harness) -> 
         )
         h.script(calls(("e", "echo", {"text": "one"})))
         run = await h.runtime.start_agent(h.agent())
-        failures: list[BaseException] = []
-
-        async def drive() -> None:
-            try:
-                await run.result()
-            except OnellmError as error:
-                failures.append(error)
-
-        async with anyio.create_task_group() as group:
-            group.start_soon(drive)
-            await gate.reached.wait()
-            await run.cancel()
-            gate.open.set()
+        failures = await cancel_at_gate(run, gate)
         (failure,) = failures
         assert isinstance(failure, onellm.errors.RunCancelledError), repr(failure)
         names(failure, run.instance_id)
@@ -1027,19 +1034,7 @@ async def test_cancel_while_a_stale_handle_reads_the_instance_again_keeps_what_a
         await run.message("and from here")  # the handle's copy is older than the file
         gate = GatedLoads(h.runtime.store)
         gate.armed = True
-        failures: list[BaseException] = []
-
-        async def drive() -> None:
-            try:
-                await run.result()
-            except OnellmError as error:
-                failures.append(error)
-
-        async with anyio.create_task_group() as group:
-            group.start_soon(drive)
-            await gate.reached.wait()
-            await run.cancel()
-            gate.open.set()
+        failures = await cancel_at_gate(run, gate)
         saved = await other.store.load(run.instance_id)  # type: ignore[arg-type]
         assert saved is not None
         assert [m.id for m in saved.messages] == [m.id for m in elsewhere.instance.messages]

@@ -29,7 +29,6 @@ entry limited to observer points is dropped with a warning instead.
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import math
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
@@ -882,7 +881,9 @@ def _check_message(message: Message, kind: str) -> None:
 
 def _not_plain_json(inputs: Mapping[str, Any]) -> str | None:
     """What keeps arguments from being plain JSON (as a model's are), or None: a held call's arguments are saved in the
-    instance file, which takes plain values only, nested at most 64 levels."""
+    instance file, which takes plain values only, nested at most `MAX_INPUT_DEPTH` levels (as a model's are kept)."""
+    from onellm.runtime import MAX_INPUT_DEPTH
+
     stack: list[tuple[Any, str, int]] = [(v, k, 1) for k, v in inputs.items()]
     while stack:
         value, path, depth = stack.pop()
@@ -892,8 +893,8 @@ def _not_plain_json(inputs: Mapping[str, Any]) -> str | None:
             if not math.isfinite(value):
                 return f"argument {path!r} is {value!r}, which has no JSON form"
             continue
-        if depth >= 64:
-            return f"argument {path!r} nests deeper than 64 levels"
+        if depth >= MAX_INPUT_DEPTH:
+            return f"argument {path!r} nests deeper than {MAX_INPUT_DEPTH} levels"
         if isinstance(value, list | tuple):
             stack.extend((v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value))
         elif isinstance(value, Mapping):
@@ -945,12 +946,7 @@ def as_tool_result(value: Any) -> ToolResult:
     from onellm.tools import ToolResult, to_parts
 
     if isinstance(value, ToolResult):
-        if not isinstance(value.is_error, bool):
-            raise TypeError(f"a ToolResult's is_error must be a bool, not {type(value.is_error).__name__}")
-        if not value.parts:
-            return value
-        # The parts checked and made plain: one built by hand may hold what an instance file cannot.
-        return dataclasses.replace(value, parts=to_parts(list(value.parts)))
+        return value.checked()
     return ToolResult(parts=to_parts(value), value=value)
 
 

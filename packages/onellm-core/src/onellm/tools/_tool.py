@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import operator
 import re
 import types
 import typing
@@ -176,6 +177,20 @@ class ToolResult:
         from onellm.messages import TextPart
 
         return cls(parts=[TextPart(text=message)], is_error=True, cost_lines=list(cost_lines))
+
+    def checked(self) -> ToolResult:
+        """This result as an instance can keep it (one built by hand may hold what the file cannot): its JSON parts
+        made plain JSON (`to_json_value`), a new result when one changed.
+
+        Raises:
+            TypeError: a part has no JSON form, a text part's text is not a string, or `is_error` is not a bool.
+        """
+        if not isinstance(self.is_error, bool):
+            raise TypeError(f"a ToolResult's is_error must be a bool, not {type(self.is_error).__name__}")
+        parts = check_parts(list(self.parts))
+        if all(map(operator.is_, parts, self.parts)):
+            return self
+        return dataclasses.replace(self, parts=parts)
 
 
 def _exception_text(exc: BaseException) -> str:
@@ -559,12 +574,10 @@ class Tool(Generic[P, R]):
                 parts=[_messages().TextPart(text=value)], is_error=False, cost_lines=cost_lines, value=value
             )
         if isinstance(value, ToolResult):
-            parts = check_parts(list(value.parts))
-            if not isinstance(value.is_error, bool):
-                raise TypeError(f"a ToolResult's is_error must be a bool, not {type(value.is_error).__name__}")
+            value = value.checked()
             merged = list(value.cost_lines)
             merged.extend(line for line in cost_lines if not any(line is m for m in merged))
-            return ToolResult(parts=parts, is_error=value.is_error, cost_lines=merged, value=value.value)
+            return ToolResult(parts=list(value.parts), is_error=value.is_error, cost_lines=merged, value=value.value)
         return ToolResult(parts=to_parts(value), is_error=False, cost_lines=cost_lines, value=value)
 
 
@@ -620,8 +633,11 @@ def check_parts(parts: list[Part]) -> list[Part]:
             plain = to_json_value(part.json)
             if plain is not part.json:
                 parts[i] = messages.JsonPart(json=plain, extra=dict(part.extra))
-        elif isinstance(part, messages.TextPart) and not isinstance(part.text, str):
-            raise TypeError(f"a text part's text must be a string, not {type(part.text).__name__}")
+        elif isinstance(part, messages.TextPart):
+            if not isinstance(part.text, str):
+                raise TypeError(f"a text part's text must be a string, not {type(part.text).__name__}")
+        elif not isinstance(part, _part_types()):
+            raise TypeError(f"a result's parts must be message parts, not {type(part).__name__}")
     return parts
 
 
