@@ -803,7 +803,8 @@ async def test_leaving_the_events_loop_while_approved_calls_run_then_result_runs
                 break
         result = await run.result()
         assert result.stop_reason is StopReason.COMPLETED
-        assert h.ran == [("deploy", {"target": "a"}), ("deploy", {"target": "b"})]
+        # each once; the two run at once (worker threads), so either may start first
+        assert sorted(h.ran, key=str) == [("deploy", {"target": "a"}), ("deploy", {"target": "b"})]
         assert [c.result for c in result.instance.messages[0].tool_calls] == [
             [TextPart("deployed to a")],
             [TextPart("deployed to b")],
