@@ -1,9 +1,14 @@
 """`MemoryInstanceStore`: instances kept as their file text in the process.
 
 For tests, one-shot scripts and runs that must leave nothing behind. It keeps the text a file store would write, so
-what `load` returns is a fresh instance read from that text, never the object that was saved. The text is kept in the
-pieces the instance wrote it in (immutable strings, each message's block shared with the instance), so a save of a
-long conversation copies nothing of it; the pieces are joined when the text is read.
+what `load` returns is a fresh instance read from that text, never the object that was saved.
+
+A save of an instance that never wrote or read its text (a new run's) keeps it as it is (`Instance._freeze`: the header
+as a `marshal` dump, the messages themselves, which are immutable once appended) and writes the text when it is first
+read: a run whose saves nobody reads writes no text at all. The save still checks what it keeps as writing would, so a
+value the file has no form for fails the save, not the read. Any other save writes the text at once, in the pieces the
+instance wrote it in (immutable strings, each message's block shared with the instance), so a save of a long
+conversation copies nothing of it; the pieces are joined when the text is read.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from onellm.clock import Clock
 from onellm.errors import InstanceLockedError
 from onellm.instances._assets import MemoryAssetStore
 from onellm.instances._ids import validate_instance_id
-from onellm.instances._model import Instance
+from onellm.instances._model import Frozen, Instance
 from onellm.instances._store import InstanceLease, InstanceQuery, InstanceSummary, apply_query
 
 __all__ = ["MemoryInstanceStore"]
@@ -33,13 +38,16 @@ _SUMMARY_FIELDS = operator.attrgetter(
 
 @dataclass(slots=True)
 class _Entry:
-    parts: tuple[str, ...]
-    """The text in the pieces the instance wrote it in (blocks shared with the instance), joined when read."""
+    parts: tuple[str, ...] | None
+    """The text in the pieces the instance wrote it in (blocks shared with the instance), joined when read; None
+    until `frozen` is written."""
     header: tuple[str | None, ...]
     """The instance's id, name, state, model, agent definition, caller and spawner when saved, for `summary`."""
     saved_at: datetime | int
     """When it was saved: from the store's clock, or in microseconds since the epoch from the system clock (made a
     datetime when a summary asks for it)."""
+    frozen: Frozen | None = None
+    """The instance as saved, when its text is written on first read."""
     _summary: InstanceSummary | None = None
 
     @property
@@ -73,6 +81,11 @@ class _Entry:
     @property
     def text(self) -> str:
         parts = self.parts
+        if parts is None:
+            frozen = self.frozen
+            assert frozen is not None
+            parts = self.parts = frozen.thaw().dump_parts()
+            self.frozen = None  # the text is kept instead (the next save checks its messages again)
         if len(parts) != 1:
             parts = self.parts = ("".join(parts),)
         return parts[0]
@@ -151,8 +164,10 @@ class MemoryInstanceStore:
         instance_id = instance.id
         if type(instance_id) is not str or instance_id not in self._items:  # a key is an id checked before
             instance_id = validate_instance_id(instance_id)
-        parts = instance.dump_parts()
-        self._items[instance_id] = _Entry(parts, _SUMMARY_FIELDS(instance), self._now())
+        prior = self._items.get(instance_id)
+        frozen = instance._freeze(None if prior is None else prior.frozen)
+        parts = instance.dump_parts() if frozen is None else None
+        self._items[instance_id] = _Entry(parts, _SUMMARY_FIELDS(instance), self._now(), frozen)
 
     async def load(self, instance_id: str) -> Instance | None:
         return self.load_sync(instance_id)

@@ -31,12 +31,17 @@ import operator
 import os
 import pickle
 import re
+import types
+import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import date
 from decimal import Decimal
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from onellm import yamlio
 from onellm._describe import find_unplain, format_path, type_name
@@ -61,6 +66,7 @@ from onellm.instances._parts import (
 )
 from onellm.instances._write import message_lines, usage_lines
 from onellm.messages import Message, Timestamp
+from onellm.messages._base import Model
 from onellm.messages.memo import memo_for, snapshot
 
 if TYPE_CHECKING:
@@ -290,6 +296,129 @@ class _Source:
     ends: tuple[int, ...] | None = None
     """For each message, where its block ends in `parts`, counted from `body` (a separating newline after it is not
     counted); None when `parts` was not written block by block (text as it was read)."""
+
+
+_HEADER_ATTRS: tuple[str, ...] = (
+    *(attr for _, attr, _ in _SIMPLE if attr not in _TAKEN_APART),
+    "extra",
+    "pending_approvals",
+    "compactions",
+)
+"""The attributes `_HEADER_VALUES` takes, in its order."""
+
+_PLAIN_LEAVES = frozenset({str, int, float, bool, type(None), Decimal})
+_LOOK_AT_MOST = 100_000
+"""Containers `_plain` looks into before it gives up (a save of more writes its text at once, which finds a loop)."""
+
+
+def _plain(values: list[Any]) -> bool:
+    """True when each of `values` is plain data the file writer takes (text, numbers, booleans, null, lists and
+    mappings of them), each of its exact type. False says only that this quick look cannot vouch for them (a subclass,
+    an object of another type, a value that holds itself). `values` is used up."""
+    budget = _LOOK_AT_MOST
+    pop, push, extend = values.pop, values.append, values.extend
+    while values:
+        value = pop()
+        kind = type(value)
+        if kind in _PLAIN_LEAVES:
+            continue
+        budget -= 1
+        if budget < 0:
+            return False
+        if kind is list or kind is tuple:
+            extend(value)
+        elif kind is dict:
+            extend(value.values())
+            push(tuple(value))  # the keys: looked at as values (a tuple as a key is not plain, and is found)
+        else:
+            return False
+    return True
+
+
+def _scalar(annotation: Any) -> bool:
+    """True for a field type that is text, a number, a boolean or null (or a union of them)."""
+    args = typing.get_args(annotation)
+    if args and typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return all(_scalar(arg) for arg in args)
+    return annotation in _PLAIN_LEAVES
+
+
+def _fields_to_check(cls: type[Model]) -> tuple[Callable[[Model], tuple[Any, ...]] | None, tuple[bool, ...]]:
+    """The fields of a message model class that may hold more than a scalar (its `Any` fields, its lists, other
+    model objects, a timestamp or a date), as a getter of their values, and for each whether it holds any plain data
+    (`Any`) rather than typed values."""
+    found = [(f.name, "Any" in repr(f.type)) for f in msgspec.structs.fields(cls) if not _scalar(f.type)]
+    if not found:
+        return None, ()
+    names = tuple(name for name, _ in found)
+    getter = operator.attrgetter(*names)
+    return (getter if len(names) > 1 else lambda obj: (getter(obj),)), tuple(free for _, free in found)
+
+
+_MODEL_FIELDS = {cls: _fields_to_check(cls) for cls in Model.__subclasses__()}
+"""The message model's classes (not subclasses of them, whose fields may be anything), with the fields to look at."""
+_TYPED_LEAVES = frozenset({Timestamp, date})
+
+
+def _writable(message: Message) -> bool:
+    """`_plain` for a message: the fields its model declares as scalars are taken at their word; the others hold what
+    the model declares (a timestamp, a date, model objects, lists of them), its `Any` fields and mappings plain
+    data."""
+    models: list[Any] = [message]
+    data: list[Any] = []
+    pop, push, extend, keep = models.pop, models.append, models.extend, data.append
+    plans = _MODEL_FIELDS
+    while models:
+        obj = pop()
+        plan = plans.get(type(obj))
+        if plan is None:
+            return False  # not a model object, or a subclass of one
+        getter, flags = plan
+        if getter is None:
+            continue
+        for item, free in zip(getter(obj), flags):  # noqa: B905  # made of one list of fields
+            if not item:
+                continue  # None, or an empty list or mapping
+            kind = type(item)
+            if kind in _PLAIN_LEAVES:
+                continue
+            if free or kind is dict:
+                keep(item)
+            elif kind is list:
+                extend(item)  # model objects, each looked at in turn
+            elif kind not in _TYPED_LEAVES:
+                push(item)
+    return not data or _plain(data)
+
+
+@dataclass(slots=True, eq=False)
+class Frozen:
+    """An instance as one save found it, kept without writing its text (`Instance._freeze`): the text is written when
+    first asked for (`thaw().dumps()`), and is the text a save would have written then.
+
+    The header is kept as its `marshal` dump (a copy of every value, containers included, that nothing can change);
+    the messages as the objects themselves, which are immutable once appended, but for those that may still be
+    completed in place (an open prompt, a tool call without its result), whose text is written at once."""
+
+    signature: bytes
+    messages: tuple[Message, ...]
+    written: dict[int, tuple[Message, str]]
+    """The text of each message that may still be completed in place, by the object's id, as it was when saved."""
+    open_at: tuple[int, ...]
+    """Where those messages are in `messages`."""
+    empty_lists: frozenset[str]
+
+    def thaw(self) -> Instance:
+        """A new instance holding what was saved, whose `dumps()` is the text of the save."""
+        values = marshal.loads(self.signature[1:])
+        header, started, is_timestamp, temperature, is_decimal, _, _ = values
+        inst = Instance(**dict(zip(_HEADER_ATTRS, header, strict=True)))
+        inst.run_started_at = Timestamp(started) if is_timestamp else started
+        inst.temperature = Decimal(temperature) if is_decimal else temperature
+        inst.messages = list(self.messages)
+        inst._blocks = dict(self.written)
+        inst._empty_lists = set(self.empty_lists)
+        return inst
 
 
 @dataclass(kw_only=True, eq=True, repr=False)
@@ -866,6 +995,56 @@ class Instance:
             return self._dump_parts()
         except TypeError as error:
             raise _unwritable(self, error) from error
+
+    def _freeze(self, prior: Frozen | None = None) -> Frozen | None:
+        """What a save keeps instead of the text when the text may be written later (`Frozen`), checked now as the
+        text would be: a value the file has no form for fails here, not when the text is read. `prior` is what the
+        last save of this instance kept (its header and messages are not looked at again while they are the same).
+
+        None when the instance's text is better written now: text it was read from or wrote before (reused by the
+        next save), a header value `marshal` does not take, a value the quick check cannot vouch for.
+
+        Raises:
+            UnwritableValueError: a message that may still change holds a value the file has no form for.
+        """
+        if self._source is not None or self._blocks or self._uncut is not None or self._open:
+            return None
+        values = self._signature_values()
+        signature = self._signature(values)
+        if signature is None or signature[:1] != b"m":
+            return None
+        if (prior is None or signature != prior.signature) and not _plain([values]):
+            return None
+        messages = tuple(self.messages)
+        start = 0
+        written: dict[int, tuple[Message, str]] = {}
+        open_at: list[int] = []
+        if prior is not None:
+            old = prior.messages
+            if len(old) <= len(messages) and all(map(operator.is_, old, messages)):
+                start = len(old)
+            else:
+                same = list(map(operator.is_, old, messages))
+                start = same.index(False) if False in same else len(same)
+            # The messages that could still change when last saved, still in their places, are looked at again.
+            for index in prior.open_at:
+                if index < start and not self._keep(messages[index], index, written, open_at):
+                    return None
+        for index in range(start, len(messages)):
+            if not self._keep(messages[index], index, written, open_at):
+                return None
+        return Frozen(signature, messages, written, tuple(open_at), frozenset(self._empty_lists))
+
+    def _keep(self, msg: Message, index: int, written: dict[int, tuple[Message, str]], open_at: list[int]) -> bool:
+        """Check the message at `index` for `_freeze`; one that may still change has its text written now."""
+        if _may_change(msg):
+            try:
+                written[id(msg)] = (msg, self._emit(msg, index, None, 0))
+            except TypeError as error:
+                raise _unwritable(self, error) from error
+            open_at.append(index)
+            return True
+        return _writable(msg)
 
     def _dump_parts(self) -> tuple[str, ...]:
         source = self._source

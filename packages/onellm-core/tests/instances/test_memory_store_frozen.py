@@ -1,0 +1,291 @@
+"""The memory store keeps a new instance as it is at each save and writes its text when first read: the text it gives
+is the text writing at every save would have given, byte for byte, whatever happened between the saves (appends,
+replaced and dropped messages, open calls completed in place, header values changed, containers edited in place);
+a value the file has no form for fails the save, as writing would."""
+
+from __future__ import annotations
+
+import datetime
+import random
+from decimal import Decimal
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from onellm.errors import UnwritableValueError
+from onellm.instances import Instance, MemoryInstanceStore, PendingApproval
+from onellm.messages import CostLine, Message, TextPart, Timestamp, ToolCall, Usage
+
+_OPS = (
+    "prompt",
+    "answer",
+    "open_call",
+    "complete",
+    "replace_last",
+    "reopen_last",
+    "drop_last",
+    "state",
+    "metadata",
+    "inputs",
+    "temperature",
+    "started",
+    "extra",
+    "approval",
+    "read",
+    "save",
+    "save",
+    "save",
+)
+
+
+def _value(rng: random.Random, depth: int = 0) -> Any:
+    kind = rng.randrange(8 if depth < 2 else 5)
+    if kind == 0:
+        return rng.choice(["", "text", "two\nlines", "ü: #x", "- dash", "null"])
+    if kind == 1:
+        return rng.randrange(-5, 10**20)
+    if kind == 2:
+        return rng.choice([0.5, -0.0, 1e300, 3.0])
+    if kind == 3:
+        return rng.choice([True, False, None])
+    if kind == 4:
+        return Decimal(rng.choice(["0.10", "1", "-2.5E+3"]))
+    if kind == 5:
+        return [_value(rng, depth + 1) for _ in range(rng.randrange(3))]
+    return {f"k{i}": _value(rng, depth + 1) for i in range(rng.randrange(3))}
+
+
+def _usage(rng: random.Random) -> Usage:
+    return Usage(
+        model="m",
+        input_tokens=rng.randrange(1000),
+        output_tokens=rng.randrange(100),
+        cost=Decimal("0.0012"),
+        cost_lines=[
+            CostLine(
+                counter="inputTokens",
+                quantity=3,
+                per=1000000,
+                unit_price=Decimal("2"),
+                amount=Decimal("0.000006"),
+                as_of=datetime.date(2026, 11, 5),
+            )
+        ],
+    )
+
+
+class _Pair:
+    """The same instance twice: one written at every save (the reference), one saved to a memory store."""
+
+    def __init__(self, seed: int) -> None:
+        self.written = Instance(id="i", name="pair", model="m", state="running")
+        self.kept = Instance(id="i", name="pair", model="m", state="running")
+        self.store = MemoryInstanceStore()
+        self.seed = seed
+        self.serial = 0
+
+    def both(self, change: Any) -> None:
+        """Apply `change(instance, rng)` to both with the same random choices."""
+        self.serial += 1
+        for inst in (self.written, self.kept):
+            change(inst, random.Random(self.seed * 7919 + self.serial))
+
+    def save(self) -> str:
+        expected = self.written.dumps()
+        self.store.save_sync(self.kept)
+        return expected
+
+
+def _op(name: str) -> Any:
+    def prompt(inst: Instance, rng: random.Random) -> None:
+        inst.messages.append(Message(id=f"u{len(inst.messages)}", user=[TextPart(f"ask {rng.randrange(99)}")]))
+
+    def answer(inst: Instance, rng: random.Random) -> None:
+        inputs = {"n": _value(rng), "more": _value(rng)}
+        call = ToolCall(id=f"c{len(inst.messages)}", tool="t", inputs=inputs, result=[TextPart("ok")])
+        inst.messages.append(
+            Message(
+                id=f"a{len(inst.messages)}",
+                assistant=[TextPart("done")],
+                tool_calls=[call],
+                date_time=Timestamp("2026-12-07T03:00:00.1234567Z"),
+                usage=_usage(rng),
+                extra={"x-note": _value(rng)},
+            )
+        )
+
+    def open_call(inst: Instance, rng: random.Random) -> None:
+        at = len(inst.messages)
+        calls = [ToolCall(id=f"o{at}-{i}", tool="t", inputs={"q": _value(rng)}) for i in range(rng.randrange(1, 3))]
+        inst.messages.append(Message(id=f"o{at}", tool_calls=calls, usage=_usage(rng)))
+
+    def complete(inst: Instance, rng: random.Random) -> None:
+        # An open call answered in place (allowed for a call without its result).
+        for msg in reversed(inst.messages):
+            for call in msg.tool_calls:
+                if call.result is None:
+                    call.result = [TextPart(f"answer {rng.randrange(99)}")]
+                    return
+
+    def replace_last(inst: Instance, rng: random.Random) -> None:
+        if inst.messages:
+            last = inst.messages[-1]
+            inst.messages[-1] = msgspec.structs.replace(last, assistant=[TextPart(f"again {rng.randrange(9)}")])
+
+    def reopen_last(inst: Instance, rng: random.Random) -> None:
+        if inst.messages:
+            open_call(inst, rng)
+            inst.messages[-2:] = [inst.messages[-1]]
+
+    def drop_last(inst: Instance, rng: random.Random) -> None:
+        if inst.messages:
+            inst.messages.pop()
+
+    def state(inst: Instance, rng: random.Random) -> None:
+        inst.state = rng.choice(["running", "waiting", "stopped", "error"])
+
+    def metadata(inst: Instance, rng: random.Random) -> None:
+        if inst.metadata is None:
+            inst.metadata = {}
+        inst.metadata[f"k{rng.randrange(3)}"] = _value(rng)  # edited in place
+
+    def inputs(inst: Instance, rng: random.Random) -> None:
+        inst.inputs = {"topic": _value(rng)}
+
+    def temperature(inst: Instance, rng: random.Random) -> None:
+        inst.temperature = rng.choice([None, Decimal("0.70"), 0.7, 1])
+
+    def started(inst: Instance, rng: random.Random) -> None:
+        inst.run_started_at = rng.choice([None, Timestamp("2026-12-07T03:00:00Z")])
+
+    def extra(inst: Instance, rng: random.Random) -> None:
+        inst.extra[rng.choice(["x-one", "x-two"])] = _value(rng)
+
+    def approval(inst: Instance, rng: random.Random) -> None:
+        if inst.pending_approvals:
+            inst.pending_approvals.clear()
+        else:
+            inst.pending_approvals.append(PendingApproval(tool_call_id="c1", tool="t", reason="check"))
+
+    return locals()[name]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(_OPS), max_size=30), st.integers(0, 10**6))
+def test_the_text_read_is_the_text_every_save_would_have_written(ops: list[str], seed: int) -> None:
+    pair = _Pair(seed)
+    expected = pair.save()
+    for name in ops:
+        if name == "read":
+            assert pair.store.text_of("i") == expected
+        elif name == "save":
+            expected = pair.save()
+        else:
+            pair.both(_op(name))  # changed after the save: what was saved stays as it was
+    assert pair.store.text_of("i") == expected
+    expected = pair.save()
+    assert pair.store.text_of("i") == expected
+    loaded = pair.store.load_sync("i")
+    assert loaded is not None
+    assert loaded.dumps() == expected
+
+
+def test_a_run_kept_this_way_writes_no_text_until_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    emitted: list[str] = []
+    real = Instance.dump_parts
+
+    def counting(self: Instance) -> tuple[str, ...]:
+        emitted.append(self.id or "")
+        return real(self)
+
+    monkeypatch.setattr(Instance, "dump_parts", counting)
+    store = MemoryInstanceStore()
+    inst = Instance(id="quiet", state="running")
+    for i in range(5):
+        _op("answer")(inst, random.Random(i))
+        store.save_sync(inst)
+    assert emitted == []
+    text = store.text_of("quiet")
+    assert emitted == ["quiet"]
+    assert text == inst.dumps()
+    assert store.text_of("quiet") == text  # written once
+    assert len(emitted) == 2  # the second was the reference above
+
+
+def test_a_value_without_a_form_fails_the_save_and_keeps_the_last() -> None:
+    store = MemoryInstanceStore()
+    inst = Instance(id="bad", state="running")
+    _op("answer")(inst, random.Random(1))
+    store.save_sync(inst)
+    before = store.text_of("bad")
+    good = inst.messages[0]
+    call = ToolCall(id="c9", tool="t", inputs={"when": datetime.datetime(2026, 1, 1)}, result=[TextPart("x")])
+    inst.messages.append(Message(id="late", tool_calls=[call]))
+    with pytest.raises(UnwritableValueError) as caught:
+        store.save_sync(inst)
+    assert caught.value.instance_id == "bad"
+    assert caught.value.path == "messages[1].toolCalls[0].inputs.when"
+    assert store.text_of("bad") == before
+    # In the header too, and in a call still waiting for its result.
+    inst.messages[1:] = []
+    inst.inputs = {"day": datetime.date(2026, 1, 1)}
+    with pytest.raises(UnwritableValueError) as caught:
+        store.save_sync(inst)
+    assert caught.value.path == "inputs.day"
+    inst.inputs = None
+    inst.messages.append(Message(id="open", tool_calls=[ToolCall(id="c8", tool="t", inputs={"s": {1, 2}})]))
+    with pytest.raises(UnwritableValueError) as caught:
+        store.save_sync(inst)
+    assert caught.value.path == "messages[1].toolCalls[0].inputs.s"
+    assert inst.messages[0] is good
+    assert store.text_of("bad") == before
+
+
+def test_an_open_call_completed_after_the_save_is_read_as_it_was_saved() -> None:
+    store = MemoryInstanceStore()
+    inst = Instance(id="open", state="waiting_for_approval")
+    _op("open_call")(inst, random.Random(3))
+    store.save_sync(inst)
+    saved = inst.dumps()
+    inst.messages[0].tool_calls[0].result = [TextPart("late answer")]
+    loaded = store.load_sync("open")
+    assert loaded is not None
+    assert loaded.messages[0].tool_calls[0].result is None
+    assert store.text_of("open") == saved
+
+
+def test_an_instance_read_from_text_is_written_at_each_save() -> None:
+    store = MemoryInstanceStore()
+    inst = Instance(id="read", state="waiting")
+    _op("answer")(inst, random.Random(4))
+    store.save_sync(inst)
+    loaded = store.load_sync("read")
+    assert loaded is not None
+    loaded.state = "running"
+    store.save_sync(loaded)  # a loaded instance keeps the text it was read from: written now, reusing it
+    assert store._items["read"].frozen is None
+    assert store.text_of("read") == loaded.dumps()
+
+
+@pytest.mark.parametrize(
+    "ops",
+    [
+        ["answer", "save", "reopen_last", "save", "complete", "read"],
+        ["open_call", "save", "complete", "save", "complete", "read"],
+        ["answer", "open_call", "save", "drop_last", "answer", "save", "read"],
+        ["prompt", "save", "metadata", "save", "metadata", "read", "save", "read"],
+    ],
+)
+def test_sequences_that_change_what_was_saved_last(ops: list[str]) -> None:
+    pair = _Pair(11)
+    expected = pair.save()
+    for name in ops:
+        if name == "read":
+            assert pair.store.text_of("i") == expected
+        elif name == "save":
+            expected = pair.save()
+        else:
+            pair.both(_op(name))
