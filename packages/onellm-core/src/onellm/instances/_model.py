@@ -65,7 +65,7 @@ from onellm.instances._parts import (
     plain_copy,
 )
 from onellm.instances._write import message_lines, usage_lines
-from onellm.messages import Message, Timestamp
+from onellm.messages import CostLine, Message, TextPart, Timestamp, ToolCall, Usage
 from onellm.messages._base import Model
 from onellm.messages.memo import memo_for, snapshot
 
@@ -316,7 +316,7 @@ def _plain(values: list[Any]) -> bool:
     mappings of them), each of its exact type. False says only that this quick look cannot vouch for them (a subclass,
     an object of another type, a value that holds itself). `values` is used up."""
     budget = _LOOK_AT_MOST
-    pop, push, extend = values.pop, values.append, values.extend
+    pop, extend = values.pop, values.extend
     while values:
         value = pop()
         kind = type(value)
@@ -328,8 +328,10 @@ def _plain(values: list[Any]) -> bool:
         if kind is list or kind is tuple:
             extend(value)
         elif kind is dict:
+            for key in value:
+                if type(key) not in _PLAIN_LEAVES:
+                    return False
             extend(value.values())
-            push(tuple(value))  # the keys: looked at as values (a tuple as a key is not plain, and is found)
         else:
             return False
     return True
@@ -364,13 +366,61 @@ def _writable(message: Message) -> bool:
     """`_plain` for a message: the fields its model declares as scalars are taken at their word; the others hold what
     the model declares (a timestamp, a date, model objects, lists of them), its `Any` fields and mappings plain
     data."""
-    models: list[Any] = [message]
+    if type(message) is not Message:
+        return False
+    # What every turn holds is looked at directly (its calls, their results, its usage and cost lines); any other
+    # model object by the fields of its class.
+    models: list[Any] = []
     data: list[Any] = []
-    pop, push, extend, keep = models.pop, models.append, models.extend, data.append
+    keep, push, extend = data.append, models.append, models.extend
+    if message.extra:
+        keep(message.extra)
+    if message.user:
+        extend(message.user)
+    if message.assistant:
+        extend(message.assistant)
+    for call in message.tool_calls:
+        if type(call) is not ToolCall:
+            return False
+        if call.inputs:
+            keep(call.inputs)
+        if call.extra:
+            keep(call.extra)
+        if call.result:
+            extend(call.result)
+        if call.cost_lines:
+            extend(call.cost_lines)
+    usage = message.usage
+    if usage is not None:
+        if type(usage) is not Usage:
+            return False
+        if usage.extra:
+            keep(usage.extra)
+        if usage.counters:
+            keep(usage.counters)
+        extend(usage.cost_lines)
+    if message.source is not None:
+        push(message.source)
+    if message.date_time is not None and type(message.date_time) is not Timestamp:
+        return False
     plans = _MODEL_FIELDS
+    pop = models.pop
     while models:
         obj = pop()
-        plan = plans.get(type(obj))
+        kind = type(obj)
+        if kind is TextPart:
+            if obj.extra:
+                keep(obj.extra)
+            if obj.annotations:
+                extend(obj.annotations)
+            continue
+        if kind is CostLine:
+            if obj.extra:
+                keep(obj.extra)
+            if obj.as_of is not None and type(obj.as_of) is not date:
+                return False
+            continue
+        plan = plans.get(kind)
         if plan is None:
             return False  # not a model object, or a subclass of one
         getter, flags = plan
@@ -389,6 +439,9 @@ def _writable(message: Message) -> bool:
             elif kind not in _TYPED_LEAVES:
                 push(item)
     return not data or _plain(data)
+
+
+_NO_LISTS: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True, eq=False)
@@ -1033,7 +1086,8 @@ class Instance:
         for index in range(start, len(messages)):
             if not self._keep(messages[index], index, written, open_at):
                 return None
-        return Frozen(signature, messages, written, tuple(open_at), frozenset(self._empty_lists))
+        empty = frozenset(self._empty_lists) if self._empty_lists else _NO_LISTS
+        return Frozen(signature, messages, written, tuple(open_at), empty)
 
     def _keep(self, msg: Message, index: int, written: dict[int, tuple[Message, str]], open_at: list[int]) -> bool:
         """Check the message at `index` for `_freeze`; one that may still change has its text written now."""
