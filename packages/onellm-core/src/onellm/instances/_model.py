@@ -65,8 +65,25 @@ from onellm.instances._parts import (
     plain_copy,
 )
 from onellm.instances._write import message_lines, usage_lines
-from onellm.messages import CostLine, Message, TextPart, Timestamp, ToolCall, Usage
-from onellm.messages._base import Model
+from onellm.messages import (
+    Annotation,
+    AssetPart,
+    CallWarning,
+    CostLine,
+    FileRefPart,
+    FromPart,
+    HostedToolCallPart,
+    JsonPart,
+    Message,
+    MessageSource,
+    ProviderPart,
+    ReasoningPart,
+    RefusalPart,
+    TextPart,
+    Timestamp,
+    ToolCall,
+    Usage,
+)
 from onellm.messages.memo import memo_for, snapshot
 
 if TYPE_CHECKING:
@@ -345,7 +362,7 @@ def _scalar(annotation: Any) -> bool:
     return annotation in _PLAIN_LEAVES
 
 
-def _fields_to_check(cls: type[Model]) -> tuple[Callable[[Model], tuple[Any, ...]] | None, tuple[bool, ...]]:
+def _fields_to_check(cls: type[Any]) -> tuple[Callable[[Any], tuple[Any, ...]] | None, tuple[bool, ...]]:
     """The fields of a message model class that may hold more than a scalar (its `Any` fields, its lists, other
     model objects, a timestamp or a date), as a getter of their values, and for each whether it holds any plain data
     (`Any`) rather than typed values."""
@@ -357,7 +374,27 @@ def _fields_to_check(cls: type[Model]) -> tuple[Callable[[Model], tuple[Any, ...
     return (getter if len(names) > 1 else lambda obj: (getter(obj),)), tuple(free for _, free in found)
 
 
-_MODEL_FIELDS = {cls: _fields_to_check(cls) for cls in Model.__subclasses__()}
+_MODEL_FIELDS = {
+    cls: _fields_to_check(cls)
+    for cls in (
+        Annotation,
+        AssetPart,
+        CallWarning,
+        CostLine,
+        FileRefPart,
+        FromPart,
+        HostedToolCallPart,
+        JsonPart,
+        Message,
+        MessageSource,
+        ProviderPart,
+        ReasoningPart,
+        RefusalPart,
+        TextPart,
+        ToolCall,
+        Usage,
+    )
+}
 """The message model's classes (not subclasses of them, whose fields may be anything), with the fields to look at."""
 _TYPED_LEAVES = frozenset({Timestamp, date})
 
