@@ -168,6 +168,7 @@ class FrameReader(Protocol):
 
 _FINISH_REASONS: Final[dict[str, FinishReason]] = {reason.value: reason for reason in FinishReason}
 """`FinishReason` by its value (a provider's own word is `OTHER`)."""
+_OTHER: Final = FinishReason.OTHER
 
 
 def response_from(
@@ -194,7 +195,7 @@ def whole_response(
 ) -> ChatResponse:
     """The `ChatResponse` of a finished `message` (its usage is the response's): what `response_from` gives for an
     accumulator that built the same message, for a provider that has its answer whole without events."""
-    reason = None if finish_reason is None else _FINISH_REASONS.get(finish_reason, FinishReason.OTHER)
+    reason = None if finish_reason is None else _FINISH_REASONS.get(finish_reason, _OTHER)
     return ChatResponse(
         message,
         message.usage,

@@ -64,6 +64,7 @@ if TYPE_CHECKING:
 __all__ = ["Pause", "ScriptStep", "ScriptedProvider", "ScriptedToolCall"]
 
 _ENCODER = msgspec.json.Encoder(decimal_format="number")
+_decode = msgspec.json.Decoder().decode
 _REQUEST_FIELDS = operator.attrgetter(*(f.name for f in dataclasses.fields(ChatRequest)))
 """A request's fields in the order its constructor takes them: a copy without `copy.copy`'s generic path."""
 
@@ -334,11 +335,13 @@ class ScriptedProvider:
         text = "".join(step.pieces)  # type: ignore[arg-type]  # no Pause in this step
         assistant: list[Part] = [TextPart(text, [])] if text else []
         calls: list[ToolCall] = []
-        if step.tool_calls:
-            after = len(assistant)
-            for call in step.tool_calls:
+        for call in step.tool_calls:  # each placed after the text (`after` None: after every assistant entry)
+            arguments = call.arguments
+            if type(arguments) is dict:  # its JSON text is always an object: what `parse_arguments` would give
+                calls.append(ToolCall(id=call.id, tool=call.tool, inputs=_decode(_ENCODER.encode(arguments))))
+            else:
                 inputs, invalid = parse_arguments(call.arguments_text)
-                calls.append(ToolCall(id=call.id, tool=call.tool, inputs=inputs, invalid_inputs=invalid, after=after))
+                calls.append(ToolCall(id=call.id, tool=call.tool, inputs=inputs, invalid_inputs=invalid))
         usage = None if step.usage is None else _named(step.usage, model)
         message = Message(assistant=assistant, tool_calls=calls, usage=usage, extra={})
         finish = step.finish_reason or ("tool_calls" if step.tool_calls else "stop")

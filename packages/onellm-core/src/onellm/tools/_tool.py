@@ -569,16 +569,15 @@ class Tool(Generic[P, R]):
 
     @staticmethod
     def _result(value: Any, cost_lines: list[CostLine]) -> ToolResult:
+        # ToolResult(parts, is_error, cost_lines, value): by position, cheaper than by keyword.
         if type(value) is str:  # the usual answer: one text part
-            return ToolResult(
-                parts=[_messages().TextPart(text=value)], is_error=False, cost_lines=cost_lines, value=value
-            )
+            return ToolResult([_messages().TextPart(text=value)], False, cost_lines, value)
         if isinstance(value, ToolResult):
             value = value.checked()
             merged = list(value.cost_lines)
             merged.extend(line for line in cost_lines if not any(line is m for m in merged))
-            return ToolResult(parts=list(value.parts), is_error=value.is_error, cost_lines=merged, value=value.value)
-        return ToolResult(parts=to_parts(value), is_error=False, cost_lines=cost_lines, value=value)
+            return ToolResult(list(value.parts), value.is_error, merged, value.value)
+        return ToolResult(to_parts(value), False, cost_lines, value)
 
 
 @functools.cache
