@@ -585,17 +585,29 @@ def kept_calls(calls: Sequence[ToolCall]) -> list[ToolCall]:
 
 
 def _deeper_than(value: Any, limit: int) -> bool:
-    """Whether a JSON value nests more than `limit` objects and arrays (walked without recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
+    """Whether a JSON value nests more than `limit` objects and arrays (walked a level at a time, without recursion:
+    most arguments are one flat object, seen in one pass)."""
+    level = [value]
+    depth = 1
+    while True:
         if depth > limit:
             return True
-        if isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values() if isinstance(v, dict | list))
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item if isinstance(v, dict | list))
-    return False
+        inner = []
+        for item in level:
+            if isinstance(item, dict):
+                item = item.values()
+            elif not isinstance(item, list):
+                continue
+            for v in item:  # a plain loop: a generator for `extend` would cost more than the flat object's walk
+                if isinstance(v, _NESTING):
+                    inner.append(v)  # noqa: PERF401
+        if not inner:
+            return False
+        level = inner
+        depth += 1
+
+
+_NESTING = (dict, list)
 
 
 def _raw_body(data: bytes, raw: RawExchange) -> Any:
