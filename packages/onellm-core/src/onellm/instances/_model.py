@@ -329,28 +329,30 @@ _LOOK_AT_MOST = 100_000
 
 
 def _plain(values: list[Any]) -> bool:
-    """True when each of `values` is plain data the file writer takes (text, numbers, booleans, null, lists and
-    mappings of them), each of its exact type. False says only that this quick look cannot vouch for them (a subclass,
-    an object of another type, a value that holds itself). `values` is used up."""
+    """True when each of `values` (lists, tuples and mappings) holds plain data the file writer takes (text, numbers,
+    booleans, null, lists and mappings of them), each of its exact type. False says only that this quick look cannot
+    vouch for them (a subclass, an object of another type, a value that holds itself). `values` is used up."""
     budget = _LOOK_AT_MOST
-    pop, extend = values.pop, values.extend
+    pop, push, leaves = values.pop, values.append, _PLAIN_LEAVES
     while values:
-        value = pop()
-        kind = type(value)
-        if kind in _PLAIN_LEAVES:
-            continue
         budget -= 1
         if budget < 0:
             return False
-        if kind is list or kind is tuple:
-            extend(value)
-        elif kind is dict:
+        value = pop()
+        kind = type(value)
+        if kind is dict:
             for key in value:
-                if type(key) not in _PLAIN_LEAVES:
+                if type(key) not in leaves:
                     return False
-            extend(value.values())
+            items = value.values()
+        elif kind is list or kind is tuple:
+            items = value
         else:
             return False
+        # Only what holds more is looked at later: most values are text or numbers.
+        for item in items:
+            if type(item) not in leaves:
+                push(item)
     return True
 
 
