@@ -65,25 +65,7 @@ from onellm.instances._parts import (
     plain_copy,
 )
 from onellm.instances._write import message_lines, usage_lines
-from onellm.messages import (
-    Annotation,
-    AssetPart,
-    CallWarning,
-    CostLine,
-    FileRefPart,
-    FromPart,
-    HostedToolCallPart,
-    JsonPart,
-    Message,
-    MessageSource,
-    ProviderPart,
-    ReasoningPart,
-    RefusalPart,
-    TextPart,
-    Timestamp,
-    ToolCall,
-    Usage,
-)
+from onellm.messages import CostLine, Message, TextPart, Timestamp, ToolCall, Usage
 from onellm.messages.memo import memo_for, snapshot
 
 if TYPE_CHECKING:
@@ -376,27 +358,26 @@ def _fields_to_check(cls: type[Any]) -> tuple[Callable[[Any], tuple[Any, ...]] |
     return (getter if len(names) > 1 else lambda obj: (getter(obj),)), tuple(free for _, free in found)
 
 
-_MODEL_FIELDS = {
-    cls: _fields_to_check(cls)
-    for cls in (
-        Annotation,
-        AssetPart,
-        CallWarning,
-        CostLine,
-        FileRefPart,
-        FromPart,
-        HostedToolCallPart,
-        JsonPart,
-        Message,
-        MessageSource,
-        ProviderPart,
-        ReasoningPart,
-        RefusalPart,
-        TextPart,
-        ToolCall,
-        Usage,
-    )
-}
+def _model_classes(annotation: Any) -> list[type[Any]]:
+    """The message model classes a field type names, within unions and lists."""
+    if isinstance(annotation, type) and issubclass(annotation, msgspec.Struct):
+        return [annotation]
+    return [cls for arg in typing.get_args(annotation) for cls in _model_classes(arg)]
+
+
+def _model_fields() -> dict[type[Any], tuple[Callable[[Any], tuple[Any, ...]] | None, tuple[bool, ...]]]:
+    """`_fields_to_check` of every class a message can hold, found from `Message`'s own fields down."""
+    found: dict[type[Any], tuple[Callable[[Any], tuple[Any, ...]] | None, tuple[bool, ...]]] = {}
+    todo: list[type[Any]] = [Message]
+    while todo:
+        cls = todo.pop()
+        if cls not in found:
+            found[cls] = _fields_to_check(cls)
+            todo.extend(inner for f in msgspec.structs.fields(cls) for inner in _model_classes(f.type))
+    return found
+
+
+_MODEL_FIELDS = _model_fields()
 """The message model's classes (not subclasses of them, whose fields may be anything), with the fields to look at."""
 _TYPED_LEAVES = frozenset({Timestamp, date})
 
