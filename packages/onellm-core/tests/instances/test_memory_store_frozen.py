@@ -215,6 +215,26 @@ def test_a_run_kept_this_way_writes_no_text_until_read(monkeypatch: pytest.Monke
     assert len(emitted) == 2  # the second was the reference above
 
 
+def test_a_save_after_a_read_looks_only_at_the_new_messages(monkeypatch: pytest.MonkeyPatch) -> None:
+    import onellm.instances._model as model
+
+    looked: list[str | None] = []
+    real = model._writable
+
+    def counting(message: Message) -> bool:
+        looked.append(message.id)
+        return real(message)
+
+    monkeypatch.setattr(model, "_writable", counting)
+    store = MemoryInstanceStore()
+    inst = Instance(id="chat", state="running")
+    for i in range(4):
+        _op("answer")(inst, random.Random(i))
+        store.save_sync(inst)
+        assert store.text_of("chat") == Instance.loads(store.text_of("chat") or "").dumps()
+    assert looked == ["a0", "a1", "a2", "a3"]
+
+
 def test_a_value_without_a_form_fails_the_save_and_keeps_the_last() -> None:
     store = MemoryInstanceStore()
     inst = Instance(id="bad", state="running")

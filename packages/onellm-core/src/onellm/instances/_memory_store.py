@@ -84,8 +84,9 @@ class _Entry:
         if parts is None:
             frozen = self.frozen
             assert frozen is not None
+            # `frozen` stays: the next save looks only at what is new since it, even when each save is read (a chat
+            # whose text is read every turn would otherwise look at its whole history every turn).
             parts = self.parts = frozen.thaw().dump_parts()
-            self.frozen = None  # the text is kept instead (the next save checks its messages again)
         if len(parts) != 1:
             parts = self.parts = ("".join(parts),)
         return parts[0]
