@@ -222,19 +222,21 @@ async def _append(into: list[Any], awaitable: Any) -> None:
     into.append(await awaitable)
 
 
+async def drive_catching(run: AgentRun[Any], failures: list[Any]) -> None:
+    """Drive `run` to rest, keeping the `OnellmError` it raises in `failures`."""
+    try:
+        await run.result()
+    except OnellmError as error:
+        failures.append(error)
+
+
 async def cancel_at_gate(run: AgentRun[Any], gate: Any) -> list[OnellmError]:
     """Drive `run`, cancel it once the drive is held at `gate` (`reached`, `open`), then let it go: what the drive
     raised."""
     failures: list[OnellmError] = []
 
-    async def drive() -> None:
-        try:
-            await run.result()
-        except OnellmError as error:
-            failures.append(error)
-
     async with anyio.create_task_group() as group:
-        group.start_soon(drive)
+        group.start_soon(drive_catching, run, failures)
         await gate.reached.wait()
         await run.cancel()
         gate.open.set()
@@ -300,14 +302,8 @@ async def test_cancel_twice_at_once_while_a_tool_runs(file_harness: Harness) -> 
         run = await h.runtime.start_agent(h.agent(tools="[block, task_complete]"))
         failures: list[BaseException] = []
 
-        async def drive() -> None:
-            try:
-                await run.result()
-            except OnellmError as error:
-                failures.append(error)
-
         async with anyio.create_task_group() as group:
-            group.start_soon(drive)
+            group.start_soon(drive_catching, run, failures)
             await started.wait()
             assert await outcomes(run.cancel, run.cancel) == [None, None]
         (failure,) = failures
@@ -859,14 +855,8 @@ async def test_cancel_while_approved_calls_run_keeps_the_results_of_those_that_f
         await run.approve()
         failures: list[BaseException] = []
 
-        async def drive() -> None:
-            try:
-                await run.result()
-            except OnellmError as error:
-                failures.append(error)
-
         async with anyio.create_task_group() as group:
-            group.start_soon(drive)
+            group.start_soon(drive_catching, run, failures)
             await started.wait()
             await run.cancel()
         (failure,) = failures
@@ -1057,10 +1047,7 @@ async def test_cancel_while_result_waits_for_a_decision_being_written_cancels_th
 
         async def drive() -> None:
             await gate.reached.wait()
-            try:
-                await run.result()
-            except OnellmError as error:
-                failures.append(error)
+            await drive_catching(run, failures)
 
         async def stop() -> None:
             await gate.reached.wait()

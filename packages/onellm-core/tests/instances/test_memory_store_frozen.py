@@ -226,12 +226,11 @@ def test_a_save_after_a_read_looks_only_at_the_new_messages(monkeypatch: pytest.
         return real(message)
 
     monkeypatch.setattr(model, "_writable", counting)
-    store = MemoryInstanceStore()
-    inst = Instance(id="chat", state="running")
-    for i in range(4):
-        _op("answer")(inst, random.Random(i))
-        store.save_sync(inst)
-        assert store.text_of("chat") == Instance.loads(store.text_of("chat") or "").dumps()
+    pair = _Pair(5)
+    for _ in range(4):
+        pair.both(_op("answer"))
+        expected = pair.save()
+        assert pair.store.text_of("i") == expected  # read after every save
     assert looked == ["a0", "a1", "a2", "a3"]
 
 
