@@ -276,6 +276,39 @@ def test_an_open_call_completed_after_the_save_is_read_as_it_was_saved() -> None
     assert store.text_of("open") == saved
 
 
+def test_an_open_prompt_completed_after_the_save_is_read_as_it_was_saved() -> None:
+    # What a model call does to its turn (its answer, calls and usage assigned), and what code completing a turn may
+    # append to an open message's lists and mappings: none of it reaches the save before.
+    store = MemoryInstanceStore()
+    inst = Instance(id="prompt", state="running")
+    usage = _usage(random.Random(5))
+    inst.messages.append(
+        Message(
+            id="p",
+            user=[TextPart("look it up")],
+            tool_calls=[ToolCall(id="c1", tool="t", inputs={"q": 1})],
+            usage=usage,
+            extra={"x-note": "kept"},
+        )
+    )
+    store.save_sync(inst)
+    saved = inst.dumps()
+    turn = inst.messages[0]
+    turn.user.append(TextPart("more"))
+    turn.assistant = [TextPart("done")]
+    turn.tool_calls[0].result = [TextPart("found")]
+    turn.tool_calls[0].inputs["q"] = 2
+    turn.tool_calls[0].cost_lines.append(usage.cost_lines[0])
+    turn.tool_calls.append(ToolCall(id="c2", tool="t"))
+    usage.cost_lines.append(usage.cost_lines[0])
+    usage.counters["images"] = 3
+    turn.extra["x-note"] = "changed"
+    assert store.text_of("prompt") == saved
+    loaded = store.load_sync("prompt")
+    assert loaded is not None
+    assert loaded.dumps() == saved
+
+
 def test_an_instance_read_from_text_is_written_at_each_save() -> None:
     store = MemoryInstanceStore()
     inst = Instance(id="read", state="waiting")
@@ -388,3 +421,13 @@ def test_a_subclass_of_a_part_is_written_at_once_as_before() -> None:
     store.save_sync(made())
     assert store._items["sub"].frozen is None  # not vouched for by the quick check: written now
     assert store.text_of("sub") == made().dumps()
+
+
+def test_a_header_attribute_deleted_is_saved_as_its_default() -> None:
+    store = MemoryInstanceStore()
+    inst = Instance(id="gone", name="named", state="running")
+    store.save_sync(inst)
+    del inst.name  # reads the dataclass's default from now on
+    store.save_sync(inst)
+    assert store.text_of("gone") == inst.dumps()
+    assert "name:" not in inst.dumps()

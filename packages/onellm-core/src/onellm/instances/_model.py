@@ -22,6 +22,7 @@ are immutable once appended: to change a message, put a new `Message` object in 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import gc
@@ -304,6 +305,9 @@ _HEADER_ATTRS: tuple[str, ...] = (
     "compactions",
 )
 """The attributes `_HEADER_VALUES` takes, in its order."""
+_HEADER_ITEMS = operator.itemgetter(*_HEADER_ATTRS)
+"""`_HEADER_VALUES` read from an `Instance`'s own `__dict__`, where its dataclass `__init__` puts every field: a
+mapping lookup for each, not an attribute lookup through the class."""
 
 _PLAIN_LEAVES = frozenset({str, int, float, bool, type(None), Decimal})
 _LOOK_AT_MOST = 100_000
@@ -388,17 +392,19 @@ def _writable(message: Message) -> bool:
     data."""
     if type(message) is not Message:
         return False
-    # What every turn holds is looked at directly (its calls, their results, its usage and cost lines); any other
-    # model object by the fields of its class.
+    # What every turn holds is looked at directly (its parts, its calls and their results, its usage and cost lines:
+    # a text part or a cost line with nothing more in it is passed over at once); any other model object by the
+    # fields of its class.
     models: list[Any] = []
     data: list[Any] = []
-    keep, push, extend = data.append, models.append, models.extend
+    keep, push = data.append, models.append
     if message.extra:
         keep(message.extra)
-    if message.user:
-        extend(message.user)
-    if message.assistant:
-        extend(message.assistant)
+    for parts in (message.user, message.assistant):
+        if parts:
+            for part in parts:
+                if type(part) is not TextPart or part.extra or part.annotations:
+                    push(part)
     for call in message.tool_calls:
         if type(call) is not ToolCall:
             return False
@@ -407,9 +413,17 @@ def _writable(message: Message) -> bool:
         if call.extra:
             keep(call.extra)
         if call.result:
-            extend(call.result)
+            for part in call.result:
+                if type(part) is not TextPart or part.extra or part.annotations:
+                    push(part)
         if call.cost_lines:
-            extend(call.cost_lines)
+            for line in call.cost_lines:
+                if (
+                    type(line) is not CostLine
+                    or line.extra
+                    or (line.as_of is not None and type(line.as_of) is not date)
+                ):
+                    push(line)
     usage = message.usage
     if usage is not None:
         if type(usage) is not Usage:
@@ -418,11 +432,14 @@ def _writable(message: Message) -> bool:
             keep(usage.extra)
         if usage.counters:
             keep(usage.counters)
-        extend(usage.cost_lines)
+        for line in usage.cost_lines:
+            if type(line) is not CostLine or line.extra or (line.as_of is not None and type(line.as_of) is not date):
+                push(line)
     if message.source is not None:
         push(message.source)
     if message.date_time is not None and type(message.date_time) is not Timestamp:
         return False
+    extend = models.extend
     plans = _MODEL_FIELDS
     pop = models.pop
     while models:
@@ -471,14 +488,18 @@ class Frozen:
 
     The header is kept as its `marshal` dump (a copy of every value, containers included, that nothing can change);
     the messages as the objects themselves, which are immutable once appended, but for those that may still be
-    completed in place (an open prompt, a tool call without its result), whose text is written at once."""
+    completed in place (an open prompt, a tool call without its result): each is kept as a copy (`_open_copy`) that
+    completing the message does not reach, or failing that as its text, written at once."""
 
     signature: bytes
     messages: tuple[Message, ...]
     written: dict[int, tuple[Message, str]]
-    """The text of each message that may still be completed in place, by the object's id, as it was when saved."""
+    """The text of each message that may still be completed in place and could not be copied, by the object's id, as
+    it was when saved."""
+    copies: tuple[tuple[int, Message], ...]
+    """Each message that may still be completed in place, as a copy made when saved, with its place in `messages`."""
     open_at: tuple[int, ...]
-    """Where those messages are in `messages`."""
+    """Where the messages that may still be completed in place are in `messages`."""
     empty_lists: frozenset[str]
 
     def thaw(self) -> Instance:
@@ -488,7 +509,9 @@ class Frozen:
         inst = Instance(**dict(zip(_HEADER_ATTRS, header, strict=True)))
         inst.run_started_at = Timestamp(started) if is_timestamp else started
         inst.temperature = Decimal(temperature) if is_decimal else temperature
-        inst.messages = list(self.messages)
+        messages = inst.messages = list(self.messages)
+        for index, copy in self.copies:
+            messages[index] = copy
         inst._blocks = dict(self.written)
         inst._empty_lists = set(self.empty_lists)
         return inst
@@ -756,8 +779,12 @@ class Instance:
         """The values `_signature` serializes: `_HEADER_VALUES`, then those of `_TAIL_KEYS`."""
         started = self.run_started_at
         temperature = self.temperature
+        header: tuple[Any, ...] | None = None
+        if type(self) is Instance:
+            with contextlib.suppress(KeyError):  # an attribute deleted reads the class's default: taken below
+                header = _HEADER_ITEMS(self.__dict__)
         return (
-            _HEADER_VALUES(self),
+            header if header is not None else _HEADER_VALUES(self),
             # The two header values of a type marshal does not take, as the text they are written as.
             started.text if type(started) is Timestamp else started,
             type(started) is Timestamp,
@@ -1091,6 +1118,7 @@ class Instance:
         messages = tuple(self.messages)
         start = 0
         written: dict[int, tuple[Message, str]] = {}
+        copies: list[tuple[int, Message]] = []
         open_at: list[int] = []
         if prior is not None:
             old = prior.messages
@@ -1101,24 +1129,40 @@ class Instance:
                 start = same.index(False) if False in same else len(same)
             # The messages that could still change when last saved, still in their places, are looked at again.
             for index in prior.open_at:
-                if index < start and not self._keep(messages[index], index, written, open_at):
-                    return None
+                if index < start:
+                    msg = messages[index]
+                    if _may_change(msg):
+                        self._keep_open(msg, index, written, copies, open_at)
+                    elif not _writable(msg):
+                        return None
         for index in range(start, len(messages)):
-            if not self._keep(messages[index], index, written, open_at):
+            msg = messages[index]
+            if _may_change(msg):
+                self._keep_open(msg, index, written, copies, open_at)
+            elif not _writable(msg):
                 return None
         empty = frozenset(self._empty_lists) if self._empty_lists else _NO_LISTS
-        return Frozen(signature, messages, written, tuple(open_at), empty)
+        return Frozen(signature, messages, written, tuple(copies), tuple(open_at), empty)
 
-    def _keep(self, msg: Message, index: int, written: dict[int, tuple[Message, str]], open_at: list[int]) -> bool:
-        """Check the message at `index` for `_freeze`; one that may still change has its text written now."""
-        if _may_change(msg):
-            try:
-                written[id(msg)] = (msg, self._emit(msg, index, None, 0))
-            except TypeError as error:
-                raise _unwritable(self, error) from error
-            open_at.append(index)
-            return True
-        return _writable(msg)
+    def _keep_open(
+        self,
+        msg: Message,
+        index: int,
+        written: dict[int, tuple[Message, str]],
+        copies: list[tuple[int, Message]],
+        open_at: list[int],
+    ) -> None:
+        """Keep, for `_freeze`, the message at `index`, which may still be completed in place: as a copy when the quick
+        check vouches for it, else as its text, written now (which finds a value the file has no form for)."""
+        open_at.append(index)
+        copy = _open_copy(msg) if _writable(msg) else None
+        if copy is not None:
+            copies.append((index, copy))
+            return
+        try:
+            written[id(msg)] = (msg, self._emit(msg, index, None, 0))
+        except TypeError as error:
+            raise _unwritable(self, error) from error
 
     def _dump_parts(self) -> tuple[str, ...]:
         source = self._source
@@ -1382,11 +1426,62 @@ def _top_key(indent: int) -> re.Pattern[str]:
     return re.compile(f"\n {{{indent + 2}}}[^ \\-\n]")
 
 
+def _open_copy(msg: Message) -> Message | None:
+    """A copy of a message that may still be completed in place, which completing it does not reach: the message, its
+    calls, its usage and its source are copied, and so are their lists and mappings (what the code that completes a
+    turn assigns or appends to); the parts, the cost lines and the values in the mappings are shared, as a message
+    appended is (immutable). None when a list or mapping is not of its declared type (its text is written instead)."""
+    calls = []
+    for call in msg.tool_calls:
+        result = call.result
+        if (
+            type(call.inputs) is not dict
+            or type(call.extra) is not dict
+            or type(call.cost_lines) is not list
+            or (result is not None and type(result) is not list)
+        ):
+            return None
+        kept = call.__copy__()
+        kept.inputs = dict(call.inputs)
+        kept.extra = dict(call.extra)
+        kept.cost_lines = list(call.cost_lines)
+        if result is not None:
+            kept.result = list(result)
+        calls.append(kept)
+    if (
+        type(msg.tool_calls) is not list
+        or type(msg.user) is not list
+        or type(msg.assistant) is not list
+        or type(msg.extra) is not dict
+    ):
+        return None
+    copy = msg.__copy__()
+    copy.user = list(msg.user)
+    copy.assistant = list(msg.assistant)
+    copy.tool_calls = calls
+    copy.extra = dict(msg.extra)
+    usage = msg.usage
+    if usage is not None:
+        if type(usage.counters) is not dict or type(usage.cost_lines) is not list or type(usage.extra) is not dict:
+            return None
+        kept_usage = copy.usage = usage.__copy__()
+        kept_usage.counters = dict(usage.counters)
+        kept_usage.cost_lines = list(usage.cost_lines)
+        kept_usage.extra = dict(usage.extra)
+    if msg.source is not None:
+        copy.source = msg.source.__copy__()
+    return copy
+
+
 def _may_change(msg: Message) -> bool:
     """A message that may still be completed in place: no answer yet, or a tool call without its result."""
-    if not msg.assistant and not msg.tool_calls:
+    calls = msg.tool_calls
+    if not msg.assistant and not calls:
         return True
-    return any(call.result is None for call in msg.tool_calls)
+    for call in calls:  # noqa: SIM110  # a plain loop: `any` over a generator costs more than a turn's one call
+        if call.result is None:
+            return True
+    return False
 
 
 def read_header(text: str | bytes, *, file: str | None = None) -> dict[str, Any]:
