@@ -734,7 +734,10 @@ class _Services:
 
     @property
     def recording(self) -> bool:
-        return len(self._runtime.records) > 0
+        records = self._runtime.records
+        if type(records) is _record_sinks():  # read several times a turn: its list, without a `__len__` in Python
+            return bool(records._sinks)
+        return len(records) > 0
 
     @property
     def hooks(self) -> Hooks | None:
@@ -805,7 +808,8 @@ class _Services:
 
                 store_assets(store, instance, instance.messages[-1])
             if type(store) is _memory_store():
-                cast(Any, store).save_sync(instance)  # in memory, and no await: nothing can cut it short
+                # In memory, and no await: nothing can cut it short.
+                store.save_sync(instance)  # type: ignore[attr-defined]
                 return
             save = store.save
             if _never_waits(save):
@@ -829,6 +833,13 @@ class _SavingServices(_Services):
 
     async def save(self, instance: Instance) -> None:
         await self._save(instance)
+
+
+@functools.cache
+def _record_sinks() -> type:
+    from onellm.records import RecordSinks
+
+    return RecordSinks
 
 
 @functools.cache
