@@ -825,14 +825,14 @@ class _SavingServices(_Services):
     """A runtime's services whose saves go through a function (`_Services.with_save`); every other part is the
     runtime's, read on each use."""
 
-    __slots__ = ("_save",)
+    __slots__ = ("save",)
+
+    save: Callable[[Instance], Awaitable[None]]  # type: ignore[assignment]
+    """The function itself: a call's save awaits it directly, with no coroutine of this class's in between."""
 
     def __init__(self, runtime: Runtime, save: Callable[[Instance], Awaitable[None]]) -> None:
         super().__init__(runtime)
-        self._save = save
-
-    async def save(self, instance: Instance) -> None:
-        await self._save(instance)
+        self.save = save
 
 
 @functools.cache
