@@ -389,13 +389,14 @@ class ScriptedProvider:
 
 
 def _checkpoint() -> Awaitable[None]:
-    """`anyio.lowlevel.checkpoint()`: in an asyncio task the `asyncio.sleep(0)` anyio's asyncio backend awaits for it
-    (other tasks run, a cancellation is seen), without asking anyio which library runs (every answer waits here)."""
+    """`anyio.lowlevel.checkpoint()`: under a running asyncio loop the `asyncio.sleep(0)` anyio's asyncio backend
+    awaits for it (other tasks run, a cancellation is seen), without asking anyio which library runs (every answer
+    waits here); anything else (trio) goes through anyio."""
     try:
-        task = asyncio.current_task()
-    except RuntimeError:  # no asyncio loop running in this thread (trio)
-        task = None
-    return anyio.lowlevel.checkpoint() if task is None else asyncio.sleep(0)
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return anyio.lowlevel.checkpoint()
+    return asyncio.sleep(0)
 
 
 def _named(usage: Usage, model: str | None) -> Usage:
