@@ -345,12 +345,13 @@ class ResolvedModel:
         base_url: str | None = None,
     ) -> Cost:
         """Price one call's usage with this model's catalog prices. See `onellm.catalog.pricing.price_usage`."""
-        price_usage = _PRICE_USAGE[0] if _PRICE_USAGE else _load_price_usage()
         if not (batch or region or multipliers or qualifiers) and today is None and base_url is None:
             # A model call's question: the options left at their defaults are not passed on (passing them costs
             # more than the pricing's fast path).
-            plain: Cost = price_usage(self, usage, service_tier=service_tier, at=at)
+            price_call = _PRICE_CALL[0] if _PRICE_CALL else _load_pricing()[1]
+            plain: Cost = price_call(self, usage, service_tier, at)
             return plain
+        price_usage = _PRICE_USAGE[0] if _PRICE_USAGE else _load_pricing()[0]
         cost: Cost = price_usage(
             self,
             usage,
@@ -367,13 +368,17 @@ class ResolvedModel:
 
 
 _PRICE_USAGE: list[Any] = []
+_PRICE_CALL: list[Any] = []
 
 
-def _load_price_usage() -> Any:
-    from onellm.catalog.pricing import price_usage
+def _load_pricing() -> tuple[Any, Any]:
+    """`price_usage` and `_price_call`, imported on the first call priced."""
+    from onellm.catalog.pricing import _price_call, price_usage
 
-    _PRICE_USAGE.append(price_usage)
-    return price_usage
+    if not _PRICE_USAGE:
+        _PRICE_USAGE.append(price_usage)
+        _PRICE_CALL.append(_price_call)
+    return price_usage, _price_call
 
 
 def is_loopback_url(url: str | None) -> bool:

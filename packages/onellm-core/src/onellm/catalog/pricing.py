@@ -340,6 +340,8 @@ def price_usage(
     entry = model.entry
     if at is not None and (entry._periods or not isinstance(at, _dt.date)):
         table = entry.price_table_at(_day_of(at))
+    elif today is None:  # no day: the base prices (what `price_table_at(None)` gives)
+        table = entry.price_table
     else:  # no price periods: a date or datetime cannot change the table (other values are still checked)
         table = entry.price_table_at(today)
     tier_name = service_tier if service_tier is not None else usage.service_tier
@@ -389,6 +391,23 @@ def price_usage(
         qualifiers=qualifiers,
         today=today,
     )
+
+
+def _price_call(model: ResolvedModel, usage: Usage, service_tier: str | None, at: Any) -> Cost:
+    """`price_usage(model, usage, service_tier=service_tier, at=at)`: a model call's question, every other option
+    at its default. A call at the base prices with only the four main counters is priced here at once."""
+    if (
+        at is None
+        and service_tier is None
+        and usage.service_tier is None
+        and not usage.counters
+        and (table := model.entry.price_table).has_price
+        and (table.simple or (table._main_apart and _at_base_rates(table, usage)))
+    ):
+        fast = _price_main(table, usage)
+        if fast is not None:
+            return fast
+    return price_usage(model, usage, service_tier=service_tier, at=at)
 
 
 def _day_of(at: Any) -> _dt.date:

@@ -734,7 +734,10 @@ class _Services:
 
     @property
     def recording(self) -> bool:
-        return len(self._runtime.records) > 0
+        records = self._runtime.records
+        if type(records) is _record_sinks():  # read several times a turn: its list, without a `__len__` in Python
+            return bool(records._sinks)
+        return len(records) > 0
 
     @property
     def hooks(self) -> Hooks | None:
@@ -805,7 +808,8 @@ class _Services:
 
                 store_assets(store, instance, instance.messages[-1])
             if type(store) is _memory_store():
-                cast(Any, store).save_sync(instance)  # in memory, and no await: nothing can cut it short
+                # In memory, and no await: nothing can cut it short.
+                store.save_sync(instance)  # type: ignore[attr-defined]
                 return
             save = store.save
             if _never_waits(save):
@@ -821,14 +825,21 @@ class _SavingServices(_Services):
     """A runtime's services whose saves go through a function (`_Services.with_save`); every other part is the
     runtime's, read on each use."""
 
-    __slots__ = ("_save",)
+    __slots__ = ("save",)
+
+    save: Callable[[Instance], Awaitable[None]]  # type: ignore[assignment]
+    """The function itself: a call's save awaits it directly, with no coroutine of this class's in between."""
 
     def __init__(self, runtime: Runtime, save: Callable[[Instance], Awaitable[None]]) -> None:
         super().__init__(runtime)
-        self._save = save
+        self.save = save
 
-    async def save(self, instance: Instance) -> None:
-        await self._save(instance)
+
+@functools.cache
+def _record_sinks() -> type:
+    from onellm.records import RecordSinks
+
+    return RecordSinks
 
 
 @functools.cache

@@ -143,6 +143,8 @@ class SpendAccount:
         Raises:
             BudgetExceededError: the call could pass a cap; nothing is held and nothing may be sent.
         """
+        if self._spend_cap is None and self._max_cost_per_call is None and self._instance_spend_cap is None:
+            return None  # `capped` read inline: every call of an uncapped runtime asks
         guard = self._spend_guard()
         if guard is None:
             return None

@@ -43,19 +43,6 @@ def provider_system_name(provider: str) -> str:
     return _SYSTEM_NAMES.get(provider, provider)
 
 
-def _nothing_configured() -> bool:
-    """True while no tracer or meter provider has been set, globally or through `configure` (a read of the API's
-    two globals; a provider named by an `OTEL_PYTHON_*_PROVIDER` variable counts as set)."""
-    if _INSTRUMENTS and _INSTRUMENTS[0].explicit:
-        return False
-    if _FROM_ENVIRONMENT:
-        return False
-    return (
-        getattr(_trace_api, "_TRACER_PROVIDER", False) is None
-        and getattr(_metrics_api, "_METER_PROVIDER", False) is None
-    )
-
-
 class _Instruments:
     __slots__ = ("duration", "explicit", "meter", "tokens", "tracer")
 
@@ -176,6 +163,13 @@ CallObserver = ModelCallSpan | _Unobserved
 def start_model_call(operation: str, provider: str, request_model: str) -> CallObserver:
     """Start the span of one model call (`operation` is `chat` or `embeddings`). While no SDK is configured this is
     one check and returns a shared object that records nothing."""
-    if _nothing_configured():
+    # Nothing is configured while no tracer or meter provider has been set, globally or through `configure` (a read
+    # of the API's two globals; a provider named by an `OTEL_PYTHON_*_PROVIDER` variable counts as set).
+    if (
+        not (_INSTRUMENTS and _INSTRUMENTS[0].explicit)
+        and not _FROM_ENVIRONMENT
+        and getattr(_trace_api, "_TRACER_PROVIDER", False) is None
+        and getattr(_metrics_api, "_METER_PROVIDER", False) is None
+    ):
         return _UNOBSERVED
     return ModelCallSpan(operation, provider, request_model)

@@ -18,13 +18,14 @@ openai.assert_complete()
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import dataclasses
 import hashlib
 import math
 import operator
 from collections import deque
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -255,7 +256,7 @@ class ScriptedProvider:
     # --------------------------------------------------------------------------------------------------- chat
     async def send(self, request: ChatRequest) -> ChatResponse:
         step = self._take(request)
-        await anyio.lowlevel.checkpoint()
+        await _checkpoint()
         if step.error is None:
             for piece in step.pieces:
                 if type(piece) is not str:
@@ -276,7 +277,7 @@ class ScriptedProvider:
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         step = self._take(request)
-        await anyio.lowlevel.checkpoint()
+        await _checkpoint()
         async for event in self._events(step, request):
             yield event
 
@@ -367,7 +368,7 @@ class ScriptedProvider:
     # ---------------------------------------------------------------------------------------------- embeddings
     async def embed(self, request: EmbeddingRequest) -> EmbeddingResponse:
         self.embedding_requests.append(request)
-        await anyio.lowlevel.checkpoint()
+        await _checkpoint()
         if self._steps and self._steps[0].vectors is not None:
             step = self._next(f"embeddings of {request.model!r}")
             if step.error is not None:
@@ -385,6 +386,17 @@ class ScriptedProvider:
         vectors = [_vector(text, size) for text in request.inputs]
         usage = Usage(model=request.model, input_tokens=sum(_tokens(t) for t in request.inputs))
         return EmbeddingResponse(vectors, usage, model=request.model)
+
+
+def _checkpoint() -> Awaitable[None]:
+    """`anyio.lowlevel.checkpoint()`: under a running asyncio loop the `asyncio.sleep(0)` anyio's asyncio backend
+    awaits for it (other tasks run, a cancellation is seen), without asking anyio which library runs (every answer
+    waits here); anything else (trio) goes through anyio."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return anyio.lowlevel.checkpoint()
+    return asyncio.sleep(0)
 
 
 def _named(usage: Usage, model: str | None) -> Usage:
