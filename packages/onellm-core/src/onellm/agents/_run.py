@@ -1438,8 +1438,12 @@ class AgentRun(Generic[T]):
         if inst.pending_approvals and any(not e.decided for e in inst.pending_approvals):
             return False
         last = inst.messages[-1]
-        if last.tool_calls:
-            return all(c.result is not None for c in last.tool_calls) and not self._ended(last)
+        calls = last.tool_calls
+        if calls:
+            for call in calls:  # a plain loop: asked every turn
+                if call.result is None:
+                    return False
+            return self._ending_call(last) is None
         return not last.assistant and bool(last.user)
 
     def _ended(self, message: Message) -> bool:
@@ -1462,7 +1466,7 @@ class AgentRun(Generic[T]):
         inst = self._instance
         last = inst.messages[-1]
         if last.user and not last.assistant and not last.tool_calls:
-            turn = _clone(last)
+            turn = last.__copy__()
             inst.messages[-1] = turn
             return turn
         turn = Message(id=_runtime().new_message_id(), date_time=self._services.now())
@@ -1487,7 +1491,7 @@ class AgentRun(Generic[T]):
         attempt = 0
         while True:
             call = model_call(
-                self._turn_services,
+                self._turn_services_made or self._turn_services,
                 self._model,
                 self._provider,
                 inst,
@@ -1734,7 +1738,9 @@ class AgentRun(Generic[T]):
                     self._emit(_started(self._instance.id, job))
             await self._step(self._run_parallel, jobs)
             for job in jobs:
-                await self._job_done(plan, job)
+                cost = self._job_done(plan, job)
+                if cost is not None:
+                    await self._costed(cost, job.call.id)
             return
         for job in jobs:
             if listen:
@@ -1743,7 +1749,9 @@ class AgentRun(Generic[T]):
                 await self._run_job(job)  # `_step` under the drive's scope: the call itself
             else:
                 await self._step(self._run_job, job)
-            await self._job_done(plan, job)
+            cost = self._job_done(plan, job)
+            if cost is not None:
+                await self._costed(cost, job.call.id)
 
     async def _decide_calls(self, plan: _Plan, only: set[str] | None = None) -> None:
         tools_module = _tools()
@@ -1858,7 +1866,9 @@ class AgentRun(Generic[T]):
                         yield event
             await self._step(self._run_parallel, jobs)
             for job in jobs:
-                await self._job_done(plan, job)
+                cost = self._job_done(plan, job)
+                if cost is not None:
+                    await self._costed(cost, job.call.id)
             if self._events:
                 for event in self._flush():
                     yield event
@@ -1870,7 +1880,9 @@ class AgentRun(Generic[T]):
                     for event in self._flush():
                         yield event
             await self._step(self._run_job, job)
-            await self._job_done(plan, job)
+            cost = self._job_done(plan, job)
+            if cost is not None:
+                await self._costed(cost, job.call.id)
             if self._events:
                 for event in self._flush():
                     yield event
@@ -1913,7 +1925,18 @@ class AgentRun(Generic[T]):
 
     async def _run_job(self, job: _Job) -> None:
         tool = job.tool
-        context = self._tool_context(job.call, tool, approved=job.approved)
+        name = tool.name
+        approved = job.approved
+        # `_tool_context(job.call, tool, approved=approved)`, without the call around it (one per tool call)
+        context = _tools().ToolContext(
+            capabilities=self._caps,
+            working_directory=self._workdir,
+            instance_id=self._instance.id,
+            call_id=job.call.id,
+            tool_name=name,
+            runtime=self._runtime,
+            extra=self._tool_extra(tool, approved) if approved or name in _AGENT_TOOLS else None,
+        )
         started = time.perf_counter()
         token = INSIDE_RUN.set(self._instance.id)
         try:
@@ -1944,7 +1967,9 @@ class AgentRun(Generic[T]):
                 )
         job.result = result
 
-    async def _job_done(self, plan: _Plan, job: _Job) -> None:
+    def _job_done(self, plan: _Plan, job: _Job) -> Cost | None:
+        """Write a job's result into the plan; the cost of it to tell of (`_costed`), when it has one (a plain
+        function: the costed result is the rare case)."""
         result = job.result
         assert result is not None
         index = job.index
@@ -1963,7 +1988,7 @@ class AgentRun(Generic[T]):
                             choices=request.choices,
                         )
                     )
-                return
+                return None
             from onellm.tools import ToolResult
 
             result = ToolResult.error("One question at a time: ask this one after the person answered the first.")
@@ -1972,8 +1997,7 @@ class AgentRun(Generic[T]):
             plan.durations[index] = job.duration_ms
         if self._listen:
             self._emit(_ended(self._instance.id, job.call, result, job.duration_ms))
-        if result.cost_lines:
-            await self._costed(Cost.of(result.cost_lines), job.call.id)
+        return Cost.of(result.cost_lines) if result.cost_lines else None
 
     def _tool_context(self, call: ToolCall | None, tool: Tool[..., Any] | None, *, approved: bool = False) -> Any:
         name = tool.name if tool is not None else None
@@ -2010,14 +2034,14 @@ class AgentRun(Generic[T]):
                 if result is None:
                     new_calls.append(call)
                     continue
-                answered = _clone(call)
+                answered = call.__copy__()  # `_clone`, without a call around it: once per answered call
                 answered.result = list(result.parts)
                 answered.is_error = result.is_error
                 if result.cost_lines:
                     answered.cost_lines = list(result.cost_lines)
                     answered.cost = sum((line.amount for line in result.cost_lines), _ZERO)
                 new_calls.append(answered)
-            finished = _clone(message)
+            finished = message.__copy__()
             finished.tool_calls = new_calls
             messages = inst.messages
             if messages and messages[-1] is message:  # the turn just answered, nearly always

@@ -264,9 +264,25 @@ def kept_setup(
     options. Only a setup without warnings is kept: a lenient run that dropped a reference checks it again."""
     registry = services.tools
     kept: dict[Any, Any] | None = getattr(registry, "_derived", None)
-    key = _setup_key(definition, folder, file, strict, max_iterations, getattr(registry, "installed", None))
-    build = functools.partial(
-        AgentSetup.build,
+    key = (
+        _setup_key(definition, folder, file, strict, max_iterations, getattr(registry, "installed", None))
+        if kept is not None
+        else None
+    )
+    if key is not None:
+        assert kept is not None
+        entry = kept.get(id(definition))
+        if (
+            entry is not None
+            and entry[0] is definition
+            and entry[1] is output
+            and entry[2] == key
+            and entry[3] == capabilities
+            and _tools_unchanged(entry[4])
+        ):
+            found: AgentSetup = entry[5]
+            return found
+    setup = AgentSetup.build(
         services,
         definition,
         folder=folder,
@@ -276,21 +292,8 @@ def kept_setup(
         output=output,
         max_iterations=max_iterations,
     )
-    if kept is None or key is None:
-        return build()
-    entry = kept.get(id(definition))
-    if (
-        entry is not None
-        and entry[0] is definition
-        and entry[1] is output
-        and entry[2] == key
-        and entry[3] == capabilities
-        and _tools_unchanged(entry[4])
-    ):
-        setup: AgentSetup = entry[5]
-        return setup
-    setup = build()
-    if not setup.warnings:
+    if key is not None and not setup.warnings:
+        assert kept is not None
         if len(kept) >= _KEPT_SETUPS:
             for oldest in list(kept)[:1]:
                 kept.pop(oldest, None)

@@ -89,9 +89,7 @@ class ToolContext:
         # call), anything else is converted.
         self._working_directory: Path | None = (
             working_directory
-            if isinstance(working_directory, Path) and type(working_directory) is _PATH_TYPE
-            else None
-            if working_directory is None
+            if type(working_directory) is _PATH_TYPE or working_directory is None
             else Path(working_directory)
         )
         self.instance_id = instance_id
