@@ -1385,8 +1385,13 @@ class AgentRun(Generic[T]):
                     for event in self._flush():
                         yield event
             answer = await self._model_turn(turn)
-            message = answer.message
-            await self._after_answer(answer)
+            runtime = self._runtime
+            if (
+                self._hooks is not None
+                or self._listen
+                or (runtime is not None and getattr(runtime, "_agent_hub", None) is not None)
+            ):
+                await self._after_answer(answer)  # hooks, events, monitors: a turn nobody watches has none of them
             if self._events:
                 for event in self._flush():
                     yield event
