@@ -42,14 +42,13 @@ def load_definition(definition: Any) -> tuple[Definition, Path | None, str]:
         BadDefinitionError: the file cannot be read or is not a valid definition.
         TypeError: `definition` is none of those.
     """
-    from onellm.definitions import Definition
-
-    if isinstance(definition, Definition):
+    definition_class = definition_type()
+    if isinstance(definition, definition_class):
         path = getattr(definition, "_path", None)
         folder = path.parent if isinstance(path, Path) else None
         return definition, folder, str(path) if path is not None else (definition.file or definition.name or "")
     if isinstance(definition, str | os.PathLike):
-        loaded = Definition.load(definition)
+        loaded = definition_class.load(definition)
         resolved = Path(definition).resolve()
         folder = resolved if resolved.is_dir() else resolved.parent
         return loaded, folder, os.fspath(definition)
@@ -347,6 +346,14 @@ def _setup_key(
         max_iterations,
         installed,
     )
+
+
+@functools.cache
+def definition_type() -> type[Definition]:
+    """`onellm.definitions.Definition`, imported on first use (an import in the function costs a call each run)."""
+    from onellm.definitions import Definition
+
+    return Definition
 
 
 @functools.cache
