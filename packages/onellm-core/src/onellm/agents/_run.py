@@ -1132,7 +1132,8 @@ class AgentRun(Generic[T]):
                 self._scope_data["time"] = fresh["time"]
             text = self._render(text, "systemPrompt")
         inst = self._instance
-        if inst.rendered_system_prompt != text:
+        metadata = inst.metadata  # `inst.rendered_system_prompt`, read without the property: every turn
+        if metadata is None or metadata.get("renderedSystemPrompt") != text:
             inst.rendered_system_prompt = text
         return text
 

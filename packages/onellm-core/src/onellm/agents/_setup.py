@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+import marshal
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -115,13 +116,20 @@ def grants_summary(capabilities: Capabilities) -> dict[str, Any]:
     if last is None or last[0] is not capabilities:
         # Grants are frozen and a runtime hands every run the same object: the summary is made once for it.
         summary = {k: v for k, v in capabilities.to_data().items() if v is not None}
-        last = _last_summary = (capabilities, summary)
-    copy: dict[str, Any] = _copied(last[1])
+        try:
+            # Each copy read back from its marshalled form: one call, where walking the summary takes one per list
+            # and mapping in it.
+            frozen: bytes | None = marshal.dumps(summary)
+        except ValueError:  # a value marshal does not write (none of the summary's own kinds)
+            frozen = None
+        last = _last_summary = (capabilities, summary, frozen)
+    copy: dict[str, Any] = marshal.loads(last[2]) if last[2] is not None else _copied(last[1])
     return copy
 
 
-_last_summary: tuple[Capabilities, dict[str, Any]] | None = None
-"""The grants `grants_summary` last summarized, and their summary (never handed out: each instance gets a copy)."""
+_last_summary: tuple[Capabilities, dict[str, Any], bytes | None] | None = None
+"""The grants `grants_summary` last summarized, their summary (never handed out: each instance gets a copy) and its
+marshalled form."""
 
 
 def _copied(value: Any) -> Any:

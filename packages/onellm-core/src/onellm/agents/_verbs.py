@@ -119,7 +119,7 @@ async def start_agent_run(
     data = loaded.to_data()
     merged = dict(loaded.inputs or {})
     merged.update(inputs or {})
-    data["inputs"] = plain_data(merged) or None
+    data["inputs"] = (plain_data(merged) or None) if merged else None  # no inputs: nothing to make plain
     # The run's own keys over the definition's (what `data.update(fresh.to_data())` gave, without writing the fresh
     # instance out and reading it back).
     run_values: list[tuple[str, Any]] = []
