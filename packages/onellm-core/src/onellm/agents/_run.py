@@ -869,7 +869,7 @@ class AgentRun(Generic[T]):
         setup = self._setup
         if setup is None or self._driving or self._tasks:
             return True
-        return self._runtime is not None and any(name in _AGENT_TOOLS for name in setup.tools)
+        return self._runtime is not None and not _AGENT_TOOLS.isdisjoint(setup.tools)
 
     def _spawn(self, fn: Callable[..., Any], *args: Any) -> None:
         """Run `fn(*args)` beside this drive: in its task group, or (a followed drive, or one without agent tools)
@@ -1446,10 +1446,17 @@ class AgentRun(Generic[T]):
         last = inst.messages[-1]
         calls = last.tool_calls
         if calls:
-            for call in calls:  # a plain loop: asked every turn
+            # Every call answered, none of them one that ends the loop (`_ending_call`): one plain loop, every turn.
+            setup = self._setup
+            tools = setup.tools if setup is not None else {}
+            ended = False
+            for call in calls:
                 if call.result is None:
                     return False
-            return self._ending_call(last) is None
+                if not ended and not call.is_error:
+                    tool = tools.get(call.tool)
+                    ended = tool.ends_loop if tool is not None else call.tool == "task_complete"
+            return not ended
         return not last.assistant and bool(last.user)
 
     def _ended(self, message: Message) -> bool:

@@ -561,6 +561,8 @@ class Tool(Generic[P, R]):
             message = f"Tool '{self.name}' failed: {kind}: {text}" if text else f"Tool '{self.name}' failed: {kind}"
             return ToolResult.error(message, cost_lines=ctx._lines_since(start))
         try:
+            if type(value) is str:  # `_result`'s first case, without the call around it
+                return ToolResult([_messages().TextPart(text=value)], False, ctx._cost_lines[start:], value)
             return self._result(value, ctx._cost_lines[start:])
         except Exception as exc:
             return ToolResult.error(
