@@ -113,23 +113,19 @@ def instance_cost(instance: Instance) -> Cost:
     for message in instance.messages:
         usage = message.usage
         if usage is not None:
-            found = usage.cost_lines
-            if found:
-                lines.extend(found)
-            cost = usage.cost
-            if cost is not None:
-                total += cost
-            elif found:
-                total += sum((line.amount for line in found), _ZERO)
+            if usage.cost_lines:
+                lines.extend(usage.cost_lines)
+            if usage.cost is not None:
+                total += usage.cost
+            elif usage.cost_lines:
+                total += sum((line.amount for line in usage.cost_lines), _ZERO)
         for call in message.tool_calls:
-            found = call.cost_lines
-            if found:
-                lines.extend(found)
-            cost = call.cost
-            if cost is not None:
-                total += cost
-            elif found:
-                total += sum((line.amount for line in found), _ZERO)
+            if call.cost_lines:
+                lines.extend(call.cost_lines)
+            if call.cost is not None:
+                total += call.cost
+            elif call.cost_lines:
+                total += sum((line.amount for line in call.cost_lines), _ZERO)
     for compaction in instance.compactions:
         if compaction.cost is not None:
             total += compaction.cost

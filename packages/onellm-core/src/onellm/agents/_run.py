@@ -407,7 +407,8 @@ class AgentRun(Generic[T]):
                 whose recorded grants are missing.
             StorageError: the instance could not be saved.
         """
-        await self._take_over()
+        if self._follower is not None or self._closing is not None:  # nothing to take over otherwise
+            await self._take_over()
         async for _ in self._drive(listen=False):
             pass
         final = self._final()
@@ -685,7 +686,8 @@ class AgentRun(Generic[T]):
                     async for _ in self._drive_loop(listen=False):
                         pass
                 finally:
-                    await self._stop_tasks()
+                    if self._tasks:
+                        await self._stop_tasks()
             else:
                 # Children started with run_agent_async (and monitor timers) run as tasks of this group: the drive
                 # ends once this run and every child it drives are at rest.
