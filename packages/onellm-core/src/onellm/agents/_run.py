@@ -137,7 +137,7 @@ class _Plan:
     """The calls of one message being answered, and what became of each (made at every tool-calling turn: a plain
     class, its containers made in place rather than by a dataclass's factories)."""
 
-    __slots__ = ("asked", "durations", "held", "injected", "inputs", "jobs", "message", "parallel", "results")
+    __slots__ = ("asked", "durations", "held", "injected", "jobs", "message", "parallel", "results")
 
     def __init__(
         self, message: Message, *, injected: bool = False, results: dict[int, ToolResult] | None = None
@@ -147,9 +147,8 @@ class _Plan:
         self.jobs: list[_Job] = []
         self.results: dict[int, ToolResult] = {} if results is None else results
         self.durations: dict[int, int] = {}
-        self.inputs: dict[int, dict[str, Any]] = {}
-        self.held: list[tuple[int, str | None, str]] = []
-        """(call index, reason, who asked for approval)."""
+        self.held: list[tuple[int, str | None, str, dict[str, Any]]] = []
+        """(call index, reason, who asked for approval, the inputs it would run with)."""
         self.asked: int | None = None
         self.parallel = False
 
@@ -1822,8 +1821,7 @@ class AgentRun(Generic[T]):
                     if shell_hold is not None:
                         held = (shell_hold, "shell")
                 if early is None and held is not None:
-                    plan.held.append((index, held[0], held[1]))
-                    plan.inputs[index] = dict(inputs)
+                    plan.held.append((index, held[0], held[1], dict(inputs)))
                     continue
             if early is not None:
                 plan.results[index] = early
@@ -2081,14 +2079,14 @@ class AgentRun(Generic[T]):
 
             now = self._services.now()
 
-            for index, reason, by in plan.held:
+            for index, reason, by, inputs in plan.held:
                 call = finished.tool_calls[index]
                 inst.pending_approvals.append(
                     PendingApproval(
                         tool_call_id=call.id,
                         tool=call.tool,
                         message_id=finished.id,
-                        inputs=plan.inputs.get(index, dict(call.inputs)),
+                        inputs=inputs,
                         reason=reason,
                         requested_at=now,
                     )

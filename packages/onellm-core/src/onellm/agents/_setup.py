@@ -284,7 +284,7 @@ def kept_setup(
             and entry[0] is definition
             and entry[1] is output
             and entry[2] == key
-            and entry[3] == capabilities
+            and (entry[3] is capabilities or entry[3] == capabilities)  # a runtime hands each run the same grants
             and _tools_unchanged(entry[4])
         ):
             found: AgentSetup = entry[5]
