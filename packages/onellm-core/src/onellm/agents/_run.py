@@ -974,8 +974,9 @@ class AgentRun(Generic[T]):
             await self._record(self._run_record("started" if first else "resumed", "running"))
         try:
             await self._set_state("running")
-            for event in self._flush():
-                yield event
+            if self._events:
+                for event in self._flush():
+                    yield event
             if first:
                 self._fresh = False  # from now on a new segment reads the instance again (another process may write)
                 async for event in self._open():
@@ -986,8 +987,9 @@ class AgentRun(Generic[T]):
             async for event in self._turns_loop():
                 yield event
             await self._rest()
-            for event in self._flush():
-                yield event
+            if self._events:
+                for event in self._flush():
+                    yield event
         except RunCancelledError as cancelled:
             # The model call saved the instance `stopped` and `cancelled`, with what had arrived.
             raise await self._cancelled(cancelled, saved=True) from None
@@ -1174,7 +1176,11 @@ class AgentRun(Generic[T]):
                 TextPart(self._render(p.text, f"initialPrompts[{index}]")) if isinstance(p, TextPart) else p
                 for p in prompt.assistant
             ]
-            calls = _runtime().kept_calls([_injected(c) for c in prompt.tool_calls if when_holds(c.when, self._render)])
+            calls = (
+                rt.kept_calls([_injected(c) for c in prompt.tool_calls if when_holds(c.when, self._render)])
+                if prompt.tool_calls
+                else []
+            )
             if not user and not assistant and not calls:
                 continue
             message = Message(
@@ -1186,7 +1192,7 @@ class AgentRun(Generic[T]):
                 source=api_source() if user else runtime_source(),
             )
             await self._add(message)
-            if any(c.result is None for c in calls):
+            if calls and any(c.result is None for c in calls):
                 plan = _Plan(message, injected=True)
                 async for event in self._tool_phase(plan):
                     yield event
@@ -1212,8 +1218,9 @@ class AgentRun(Generic[T]):
                 path="initialPrompts",
             )
         # Saved with the first answer, or as the run rests (a held or asked injected call): nothing is lost before.
-        for event in self._flush():
-            yield event
+        if self._events:
+            for event in self._flush():
+                yield event
 
     # ---------------------------------------------------------------------------------------- a resumed segment
 
