@@ -137,7 +137,7 @@ def instance_cost(instance: Instance) -> Cost:
 def instance_usage(instance: Instance) -> Usage:
     """The tokens of every model turn of an instance, added up (the model named when all turns used one)."""
     models: set[str] = set()
-    tokens = [0, 0, 0, 0]
+    input_tokens = output_tokens = cache_creation = cache_read = 0  # locals: cheaper to add to than list items
     counters: dict[str, int | Decimal] = {}
     for message in instance.messages:
         usage = message.usage
@@ -145,18 +145,19 @@ def instance_usage(instance: Instance) -> Usage:
             continue
         if usage.model is not None:
             models.add(usage.model)
-        tokens[0] += usage.input_tokens
-        tokens[1] += usage.output_tokens
-        tokens[2] += usage.cache_creation_input_tokens
-        tokens[3] += usage.cache_read_input_tokens
-        for key, value in usage.counters.items():
-            counters[key] = counters.get(key, 0) + value
+        input_tokens += usage.input_tokens
+        output_tokens += usage.output_tokens
+        cache_creation += usage.cache_creation_input_tokens
+        cache_read += usage.cache_read_input_tokens
+        if usage.counters:
+            for key, value in usage.counters.items():
+                counters[key] = counters.get(key, 0) + value
     return Usage(
         model=next(iter(models)) if len(models) == 1 else None,
-        input_tokens=tokens[0],
-        output_tokens=tokens[1],
-        cache_creation_input_tokens=tokens[2],
-        cache_read_input_tokens=tokens[3],
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cache_creation_input_tokens=cache_creation,
+        cache_read_input_tokens=cache_read,
         counters=counters,
     )
 

@@ -137,7 +137,7 @@ class _Plan:
     """The calls of one message being answered, and what became of each (made at every tool-calling turn: a plain
     class, its containers made in place rather than by a dataclass's factories)."""
 
-    __slots__ = ("asked", "durations", "held", "injected", "inputs", "jobs", "message", "parallel", "results")
+    __slots__ = ("asked", "durations", "held", "injected", "jobs", "message", "parallel", "results")
 
     def __init__(
         self, message: Message, *, injected: bool = False, results: dict[int, ToolResult] | None = None
@@ -147,9 +147,8 @@ class _Plan:
         self.jobs: list[_Job] = []
         self.results: dict[int, ToolResult] = {} if results is None else results
         self.durations: dict[int, int] = {}
-        self.inputs: dict[int, dict[str, Any]] = {}
-        self.held: list[tuple[int, str | None, str]] = []
-        """(call index, reason, who asked for approval)."""
+        self.held: list[tuple[int, str | None, str, dict[str, Any]]] = []
+        """(call index, reason, who asked for approval, the inputs it would run with)."""
         self.asked: int | None = None
         self.parallel = False
 
@@ -407,7 +406,8 @@ class AgentRun(Generic[T]):
                 whose recorded grants are missing.
             StorageError: the instance could not be saved.
         """
-        await self._take_over()
+        if self._follower is not None or self._closing is not None:  # nothing to take over otherwise
+            await self._take_over()
         async for _ in self._drive(listen=False):
             pass
         final = self._final()
@@ -685,7 +685,8 @@ class AgentRun(Generic[T]):
                     async for _ in self._drive_loop(listen=False):
                         pass
                 finally:
-                    await self._stop_tasks()
+                    if self._tasks:
+                        await self._stop_tasks()
             else:
                 # Children started with run_agent_async (and monitor timers) run as tasks of this group: the drive
                 # ends once this run and every child it drives are at rest.
@@ -869,7 +870,7 @@ class AgentRun(Generic[T]):
         setup = self._setup
         if setup is None or self._driving or self._tasks:
             return True
-        return self._runtime is not None and any(name in _AGENT_TOOLS for name in setup.tools)
+        return self._runtime is not None and not _AGENT_TOOLS.isdisjoint(setup.tools)
 
     def _spawn(self, fn: Callable[..., Any], *args: Any) -> None:
         """Run `fn(*args)` beside this drive: in its task group, or (a followed drive, or one without agent tools)
@@ -973,8 +974,9 @@ class AgentRun(Generic[T]):
             await self._record(self._run_record("started" if first else "resumed", "running"))
         try:
             await self._set_state("running")
-            for event in self._flush():
-                yield event
+            if self._events:
+                for event in self._flush():
+                    yield event
             if first:
                 self._fresh = False  # from now on a new segment reads the instance again (another process may write)
                 async for event in self._open():
@@ -985,8 +987,9 @@ class AgentRun(Generic[T]):
             async for event in self._turns_loop():
                 yield event
             await self._rest()
-            for event in self._flush():
-                yield event
+            if self._events:
+                for event in self._flush():
+                    yield event
         except RunCancelledError as cancelled:
             # The model call saved the instance `stopped` and `cancelled`, with what had arrived.
             raise await self._cancelled(cancelled, saved=True) from None
@@ -1132,7 +1135,8 @@ class AgentRun(Generic[T]):
                 self._scope_data["time"] = fresh["time"]
             text = self._render(text, "systemPrompt")
         inst = self._instance
-        if inst.rendered_system_prompt != text:
+        metadata = inst.metadata  # `inst.rendered_system_prompt`, read without the property: every turn
+        if metadata is None or metadata.get("renderedSystemPrompt") != text:
             inst.rendered_system_prompt = text
         return text
 
@@ -1172,7 +1176,11 @@ class AgentRun(Generic[T]):
                 TextPart(self._render(p.text, f"initialPrompts[{index}]")) if isinstance(p, TextPart) else p
                 for p in prompt.assistant
             ]
-            calls = _runtime().kept_calls([_injected(c) for c in prompt.tool_calls if when_holds(c.when, self._render)])
+            calls = (
+                rt.kept_calls([_injected(c) for c in prompt.tool_calls if when_holds(c.when, self._render)])
+                if prompt.tool_calls
+                else []
+            )
             if not user and not assistant and not calls:
                 continue
             message = Message(
@@ -1184,7 +1192,7 @@ class AgentRun(Generic[T]):
                 source=api_source() if user else runtime_source(),
             )
             await self._add(message)
-            if any(c.result is None for c in calls):
+            if calls and any(c.result is None for c in calls):
                 plan = _Plan(message, injected=True)
                 async for event in self._tool_phase(plan):
                     yield event
@@ -1210,8 +1218,9 @@ class AgentRun(Generic[T]):
                 path="initialPrompts",
             )
         # Saved with the first answer, or as the run rests (a held or asked injected call): nothing is lost before.
-        for event in self._flush():
-            yield event
+        if self._events:
+            for event in self._flush():
+                yield event
 
     # ---------------------------------------------------------------------------------------- a resumed segment
 
@@ -1385,8 +1394,13 @@ class AgentRun(Generic[T]):
                     for event in self._flush():
                         yield event
             answer = await self._model_turn(turn)
-            message = answer.message
-            await self._after_answer(answer)
+            runtime = self._runtime
+            if (
+                self._hooks is not None
+                or self._listen
+                or (runtime is not None and getattr(runtime, "_agent_hub", None) is not None)
+            ):
+                await self._after_answer(answer)  # hooks, events, monitors: a turn nobody watches has none of them
             if self._events:
                 for event in self._flush():
                     yield event
@@ -1438,8 +1452,19 @@ class AgentRun(Generic[T]):
         if inst.pending_approvals and any(not e.decided for e in inst.pending_approvals):
             return False
         last = inst.messages[-1]
-        if last.tool_calls:
-            return all(c.result is not None for c in last.tool_calls) and not self._ended(last)
+        calls = last.tool_calls
+        if calls:
+            # Every call answered, none of them one that ends the loop (`_ending_call`): one plain loop, every turn.
+            setup = self._setup
+            tools = setup.tools if setup is not None else {}
+            ended = False
+            for call in calls:
+                if call.result is None:
+                    return False
+                if not ended and not call.is_error:
+                    tool = tools.get(call.tool)
+                    ended = tool.ends_loop if tool is not None else call.tool == "task_complete"
+            return not ended
         return not last.assistant and bool(last.user)
 
     def _ended(self, message: Message) -> bool:
@@ -1462,7 +1487,7 @@ class AgentRun(Generic[T]):
         inst = self._instance
         last = inst.messages[-1]
         if last.user and not last.assistant and not last.tool_calls:
-            turn = _clone(last)
+            turn = last.__copy__()
             inst.messages[-1] = turn
             return turn
         turn = Message(id=_runtime().new_message_id(), date_time=self._services.now())
@@ -1487,7 +1512,7 @@ class AgentRun(Generic[T]):
         attempt = 0
         while True:
             call = model_call(
-                self._turn_services,
+                self._turn_services_made or self._turn_services,
                 self._model,
                 self._provider,
                 inst,
@@ -1734,7 +1759,9 @@ class AgentRun(Generic[T]):
                     self._emit(_started(self._instance.id, job))
             await self._step(self._run_parallel, jobs)
             for job in jobs:
-                await self._job_done(plan, job)
+                cost = self._job_done(plan, job)
+                if cost is not None:
+                    await self._costed(cost, job.call.id)
             return
         for job in jobs:
             if listen:
@@ -1743,7 +1770,9 @@ class AgentRun(Generic[T]):
                 await self._run_job(job)  # `_step` under the drive's scope: the call itself
             else:
                 await self._step(self._run_job, job)
-            await self._job_done(plan, job)
+            cost = self._job_done(plan, job)
+            if cost is not None:
+                await self._costed(cost, job.call.id)
 
     async def _decide_calls(self, plan: _Plan, only: set[str] | None = None) -> None:
         tools_module = _tools()
@@ -1799,8 +1828,7 @@ class AgentRun(Generic[T]):
                     if shell_hold is not None:
                         held = (shell_hold, "shell")
                 if early is None and held is not None:
-                    plan.held.append((index, held[0], held[1]))
-                    plan.inputs[index] = dict(inputs)
+                    plan.held.append((index, held[0], held[1], dict(inputs)))
                     continue
             if early is not None:
                 plan.results[index] = early
@@ -1858,7 +1886,9 @@ class AgentRun(Generic[T]):
                         yield event
             await self._step(self._run_parallel, jobs)
             for job in jobs:
-                await self._job_done(plan, job)
+                cost = self._job_done(plan, job)
+                if cost is not None:
+                    await self._costed(cost, job.call.id)
             if self._events:
                 for event in self._flush():
                     yield event
@@ -1870,7 +1900,9 @@ class AgentRun(Generic[T]):
                     for event in self._flush():
                         yield event
             await self._step(self._run_job, job)
-            await self._job_done(plan, job)
+            cost = self._job_done(plan, job)
+            if cost is not None:
+                await self._costed(cost, job.call.id)
             if self._events:
                 for event in self._flush():
                     yield event
@@ -1913,7 +1945,18 @@ class AgentRun(Generic[T]):
 
     async def _run_job(self, job: _Job) -> None:
         tool = job.tool
-        context = self._tool_context(job.call, tool, approved=job.approved)
+        name = tool.name
+        approved = job.approved
+        # `_tool_context(job.call, tool, approved=approved)`, without the call around it (one per tool call)
+        context = _tools().ToolContext(
+            capabilities=self._caps,
+            working_directory=self._workdir,
+            instance_id=self._instance.id,
+            call_id=job.call.id,
+            tool_name=name,
+            runtime=self._runtime,
+            extra=self._tool_extra(tool, approved) if approved or name in _AGENT_TOOLS else None,
+        )
         started = time.perf_counter()
         token = INSIDE_RUN.set(self._instance.id)
         try:
@@ -1944,7 +1987,9 @@ class AgentRun(Generic[T]):
                 )
         job.result = result
 
-    async def _job_done(self, plan: _Plan, job: _Job) -> None:
+    def _job_done(self, plan: _Plan, job: _Job) -> Cost | None:
+        """Write a job's result into the plan; the cost of it to tell of (`_costed`), when it has one (a plain
+        function: the costed result is the rare case)."""
         result = job.result
         assert result is not None
         index = job.index
@@ -1963,7 +2008,7 @@ class AgentRun(Generic[T]):
                             choices=request.choices,
                         )
                     )
-                return
+                return None
             from onellm.tools import ToolResult
 
             result = ToolResult.error("One question at a time: ask this one after the person answered the first.")
@@ -1972,8 +2017,7 @@ class AgentRun(Generic[T]):
             plan.durations[index] = job.duration_ms
         if self._listen:
             self._emit(_ended(self._instance.id, job.call, result, job.duration_ms))
-        if result.cost_lines:
-            await self._costed(Cost.of(result.cost_lines), job.call.id)
+        return Cost.of(result.cost_lines) if result.cost_lines else None
 
     def _tool_context(self, call: ToolCall | None, tool: Tool[..., Any] | None, *, approved: bool = False) -> Any:
         name = tool.name if tool is not None else None
@@ -2010,14 +2054,14 @@ class AgentRun(Generic[T]):
                 if result is None:
                     new_calls.append(call)
                     continue
-                answered = _clone(call)
+                answered = call.__copy__()  # `_clone`, without a call around it: once per answered call
                 answered.result = list(result.parts)
                 answered.is_error = result.is_error
                 if result.cost_lines:
                     answered.cost_lines = list(result.cost_lines)
                     answered.cost = sum((line.amount for line in result.cost_lines), _ZERO)
                 new_calls.append(answered)
-            finished = _clone(message)
+            finished = message.__copy__()
             finished.tool_calls = new_calls
             messages = inst.messages
             if messages and messages[-1] is message:  # the turn just answered, nearly always
@@ -2042,14 +2086,14 @@ class AgentRun(Generic[T]):
 
             now = self._services.now()
 
-            for index, reason, by in plan.held:
+            for index, reason, by, inputs in plan.held:
                 call = finished.tool_calls[index]
                 inst.pending_approvals.append(
                     PendingApproval(
                         tool_call_id=call.id,
                         tool=call.tool,
                         message_id=finished.id,
-                        inputs=plan.inputs.get(index, dict(call.inputs)),
+                        inputs=inputs,
                         reason=reason,
                         requested_at=now,
                     )

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+import marshal
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -42,14 +43,13 @@ def load_definition(definition: Any) -> tuple[Definition, Path | None, str]:
         BadDefinitionError: the file cannot be read or is not a valid definition.
         TypeError: `definition` is none of those.
     """
-    from onellm.definitions import Definition
-
-    if isinstance(definition, Definition):
+    definition_class = definition_type()
+    if isinstance(definition, definition_class):
         path = getattr(definition, "_path", None)
         folder = path.parent if isinstance(path, Path) else None
         return definition, folder, str(path) if path is not None else (definition.file or definition.name or "")
     if isinstance(definition, str | os.PathLike):
-        loaded = Definition.load(definition)
+        loaded = definition_class.load(definition)
         resolved = Path(definition).resolve()
         folder = resolved if resolved.is_dir() else resolved.parent
         return loaded, folder, os.fspath(definition)
@@ -116,13 +116,20 @@ def grants_summary(capabilities: Capabilities) -> dict[str, Any]:
     if last is None or last[0] is not capabilities:
         # Grants are frozen and a runtime hands every run the same object: the summary is made once for it.
         summary = {k: v for k, v in capabilities.to_data().items() if v is not None}
-        last = _last_summary = (capabilities, summary)
-    copy: dict[str, Any] = _copied(last[1])
+        try:
+            # Each copy read back from its marshalled form: one call, where walking the summary takes one per list
+            # and mapping in it.
+            frozen: bytes | None = marshal.dumps(summary)
+        except ValueError:  # a value marshal does not write (none of the summary's own kinds)
+            frozen = None
+        last = _last_summary = (capabilities, summary, frozen)
+    copy: dict[str, Any] = marshal.loads(last[2]) if last[2] is not None else _copied(last[1])
     return copy
 
 
-_last_summary: tuple[Capabilities, dict[str, Any]] | None = None
-"""The grants `grants_summary` last summarized, and their summary (never handed out: each instance gets a copy)."""
+_last_summary: tuple[Capabilities, dict[str, Any], bytes | None] | None = None
+"""The grants `grants_summary` last summarized, their summary (never handed out: each instance gets a copy) and its
+marshalled form."""
 
 
 def _copied(value: Any) -> Any:
@@ -264,9 +271,25 @@ def kept_setup(
     options. Only a setup without warnings is kept: a lenient run that dropped a reference checks it again."""
     registry = services.tools
     kept: dict[Any, Any] | None = getattr(registry, "_derived", None)
-    key = _setup_key(definition, folder, file, strict, max_iterations, getattr(registry, "installed", None))
-    build = functools.partial(
-        AgentSetup.build,
+    key = (
+        _setup_key(definition, folder, file, strict, max_iterations, getattr(registry, "installed", None))
+        if kept is not None
+        else None
+    )
+    if key is not None:
+        assert kept is not None
+        entry = kept.get(id(definition))
+        if (
+            entry is not None
+            and entry[0] is definition
+            and entry[1] is output
+            and entry[2] == key
+            and (entry[3] is capabilities or entry[3] == capabilities)  # a runtime hands each run the same grants
+            and _tools_unchanged(entry[4])
+        ):
+            found: AgentSetup = entry[5]
+            return found
+    setup = AgentSetup.build(
         services,
         definition,
         folder=folder,
@@ -276,21 +299,8 @@ def kept_setup(
         output=output,
         max_iterations=max_iterations,
     )
-    if kept is None or key is None:
-        return build()
-    entry = kept.get(id(definition))
-    if (
-        entry is not None
-        and entry[0] is definition
-        and entry[1] is output
-        and entry[2] == key
-        and entry[3] == capabilities
-        and _tools_unchanged(entry[4])
-    ):
-        setup: AgentSetup = entry[5]
-        return setup
-    setup = build()
-    if not setup.warnings:
+    if key is not None and not setup.warnings:
+        assert kept is not None
         if len(kept) >= _KEPT_SETUPS:
             for oldest in list(kept)[:1]:
                 kept.pop(oldest, None)
@@ -344,6 +354,14 @@ def _setup_key(
         max_iterations,
         installed,
     )
+
+
+@functools.cache
+def definition_type() -> type[Definition]:
+    """`onellm.definitions.Definition`, imported on first use (an import in the function costs a call each run)."""
+    from onellm.definitions import Definition
+
+    return Definition
 
 
 @functools.cache

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from onellm.agents._run import AgentRun, SyncAgentRun, _Opening, _Options
-from onellm.agents._setup import AgentSetup, grants_summary, kept_setup, load_definition
+from onellm.agents._setup import AgentSetup, definition_type, grants_summary, kept_setup, load_definition
 from onellm.errors import AgentStateError, BadDefinitionError, InstanceNotFoundError
 from onellm.messages import plain_data
 
@@ -48,6 +49,8 @@ _RUN_KEYS = (
 
 
 def _options(options: Mapping[str, Any], verb: str) -> _Options:
+    if not options:
+        return _Options()
     unknown = sorted(set(options) - _OPTIONS)
     if unknown:
         raise TypeError(f"{verb}: unknown option(s) {', '.join(unknown)}; it takes {', '.join(sorted(_OPTIONS))}")
@@ -72,18 +75,18 @@ async def start_agent_run(
     **options: Any,
 ) -> AgentRun[Any]:
     """A new agent instance, ready to run (see `Runtime.start_agent`)."""
-    from onellm.instances import Instance
-    from onellm.runtime import prompt_parts
-
     opts = _options(options, "start_agent")
     if inputs is not None and not isinstance(inputs, Mapping):
         raise TypeError(f"inputs: expected a mapping of input names to values, not {type(inputs).__name__}")
     parts = None
     if prompt is not None:
+        from onellm.runtime import prompt_parts
+
         items = [prompt] if isinstance(prompt, str) or not isinstance(prompt, list | tuple) else list(prompt)
         parts = prompt_parts(items, "prompt")
-    # A definition read from a file here is a new object each run: its setup would never be asked for again.
-    keep = not isinstance(definition, str | os.PathLike)
+    # A definition read from a file here is a new object each run: its setup would never be asked for again. (A
+    # `Definition` is recognised first: `os.PathLike` is an ABC, slower to ask.)
+    keep = isinstance(definition, definition_type()) or not isinstance(definition, str | os.PathLike)
     if not keep:
         loaded, folder, name = await anyio.to_thread.run_sync(load_definition, definition)
     else:
@@ -116,7 +119,7 @@ async def start_agent_run(
     data = loaded.to_data()
     merged = dict(loaded.inputs or {})
     merged.update(inputs or {})
-    data["inputs"] = plain_data(merged) or None
+    data["inputs"] = (plain_data(merged) or None) if merged else None  # no inputs: nothing to make plain
     # The run's own keys over the definition's (what `data.update(fresh.to_data())` gave, without writing the fresh
     # instance out and reading it back).
     run_values: list[tuple[str, Any]] = []
@@ -125,7 +128,7 @@ async def start_agent_run(
         if value is not None:
             data.pop(key, None)
             run_values.append((attr, value))
-    instance = Instance.from_data({k: v for k, v in data.items() if v is not None})
+    instance = _instance_type().from_data({k: v for k, v in data.items() if v is not None})
     for attr, value in run_values:
         setattr(instance, attr, value)
     instance.agent_definition = name or None
@@ -275,3 +278,11 @@ def start_agent_sync(
     from onellm.runtime import drive
 
     return SyncAgentRun(drive(start_agent(definition, inputs, prompt=prompt, **options), "start_agent"))
+
+
+@functools.cache
+def _instance_type() -> type[Instance]:
+    """`onellm.instances.Instance`, imported on first use (an import in the function costs a call each run)."""
+    from onellm.instances import Instance
+
+    return Instance

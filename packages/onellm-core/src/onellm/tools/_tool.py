@@ -89,9 +89,7 @@ class ToolContext:
         # call), anything else is converted.
         self._working_directory: Path | None = (
             working_directory
-            if isinstance(working_directory, Path) and type(working_directory) is _PATH_TYPE
-            else None
-            if working_directory is None
+            if type(working_directory) is _PATH_TYPE or working_directory is None
             else Path(working_directory)
         )
         self.instance_id = instance_id
@@ -252,7 +250,7 @@ class Tool(Generic[P, R]):
 
     __slots__ = (
         "_arguments",
-        "_binding",
+        "_direct",
         "_handler",
         "_is_async",
         "description",
@@ -322,6 +320,9 @@ class Tool(Generic[P, R]):
         self.in_thread = in_thread
         """Whether a sync function runs in a worker thread (the default) or directly on the event loop."""
         self._handler = handler
+        self._direct: Callable[..., Any] | None = None
+        """The function the handler calls with the arguments by name and nothing else (no context, nothing passed by
+        position), called without the handler around it; None for any other handler."""
         self._arguments = arguments
         self._is_async = is_async
 
@@ -425,7 +426,7 @@ class Tool(Generic[P, R]):
             args = [values.pop(n) for n in binding.positional if n in values]
             return call(*args, **values)
 
-        return cls(
+        made = cls(
             name=tool_name,
             description=description if description is not None else doc.summary,
             input_schema=arguments.schema,
@@ -442,6 +443,9 @@ class Tool(Generic[P, R]):
             package=package,
             in_thread=in_thread,
         )
+        if context_param is None and not positional:
+            made._direct = fn
+        return made
 
     @classmethod
     def from_schema(
@@ -514,8 +518,15 @@ class Tool(Generic[P, R]):
         ctx = context if context is not None else ToolContext()
         ctx.tool_name = self.name
         start = len(ctx._cost_lines)
+        arguments_type = self._arguments
         try:
-            values = self.convert_arguments(arguments)
+            if type(arguments) is dict and arguments_type is not None:
+                # `convert_arguments` for the decoded object of nearly every call, without the call around it
+                values = arguments_type.converter(arguments)
+                if type(values) is not dict:
+                    values = dict(values)
+            else:
+                values = self.convert_arguments(arguments)
         except ArgumentError as exc:
             return ToolResult.error(exc.message(), cost_lines=ctx._lines_since(start))
         except Exception as exc:
@@ -538,7 +549,8 @@ class Tool(Generic[P, R]):
                     )
             elif self._is_async or not self.in_thread:
                 # No timeout scope and no worker thread: the handler's value is awaited here, as `_run` would.
-                value = self._handler(values, ctx)
+                direct = self._direct
+                value = direct(**values) if direct is not None else self._handler(values, ctx)
                 while type(value) is _COROUTINE or (type(value) not in _PLAIN_VALUES and inspect.isawaitable(value)):
                     value = await value
             else:
@@ -549,6 +561,8 @@ class Tool(Generic[P, R]):
             message = f"Tool '{self.name}' failed: {kind}: {text}" if text else f"Tool '{self.name}' failed: {kind}"
             return ToolResult.error(message, cost_lines=ctx._lines_since(start))
         try:
+            if type(value) is str:  # `_result`'s first case, without the call around it
+                return ToolResult([_messages().TextPart(text=value)], False, ctx._cost_lines[start:], value)
             return self._result(value, ctx._cost_lines[start:])
         except Exception as exc:
             return ToolResult.error(
