@@ -218,6 +218,43 @@ async def test_result_started_while_a_decision_is_being_saved_runs_under_its_own
         await lease.release()
 
 
+async def test_a_handle_that_saw_a_call_held_reads_it_again_under_the_lease_not_while_another_decides(
+    file_harness: Harness,
+) -> None:
+    # Two runtimes over one folder stand for two processes. The stale handle saw `d` undecided; the other one is
+    # writing its approval under its lease when the stale one asks for the result. A read without the lease would
+    # find the file still undecided and call the run waiting.
+    h = file_harness
+    with anyio.fail_after(LIMIT):
+        h.script(calls(("d", "deploy", {"target": "prod"})))
+        run = await h.runtime.start_agent(h.agent(tools="[deploy, task_complete]"))
+        assert (await run.result()).stop_reason is StopReason.WAITING_FOR_APPROVAL
+        instance_id = run.instance_id
+        assert instance_id is not None
+        other_ran: list[tuple[str, dict[str, Any]]] = []
+        other_store = FileInstanceStore(h.folder / "instances", durable=False)
+        other, _ = make_runtime(h.folder, other_store, other_ran, [])
+        deciding = await other.get_agent(instance_id)
+        gate = GatedSaves(other_store, lambda i: any(e.decision == "approved" for e in i.pending_approvals))
+        seen: list[Any] = []
+
+        async def ask_meanwhile() -> None:
+            await gate.reached.wait()  # the approval is being written, under the other runtime's lease
+            try:
+                seen.append((await run.result()).stop_reason)
+            except InstanceLockedError as error:
+                seen.append(error)
+            gate.open.set()
+
+        assert await outcomes(lambda: deciding.approve("d"), ask_meanwhile) == [None, None]
+        assert len(seen) == 1 and isinstance(seen[0], InstanceLockedError), seen
+        assert instance_id in str(seen[0])
+        h.script(done("over"))
+        assert (await run.result()).stop_reason is StopReason.COMPLETED
+        assert h.ran == [("deploy", {"target": "prod"})]
+        assert other_ran == []
+
+
 async def _append(into: list[Any], awaitable: Any) -> None:
     into.append(await awaitable)
 

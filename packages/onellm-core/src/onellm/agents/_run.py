@@ -824,7 +824,11 @@ class AgentRun(Generic[T]):
     async def _drive_loop(self, *, listen: bool) -> AsyncIterator[AgentEvent]:
         """Segments while the run has work, then, at rest, wait for the children it drives (waking for messages)."""
         if self._instance.pending_approvals and not self._fresh and not self._runnable():
-            # Held calls this handle saw undecided: another handle or process may have decided them since.
+            # Held calls this handle saw undecided: another handle or process may have decided them since. Read again
+            # under the lease: a read without it can land while another runner is still writing its decision, and
+            # would call the run waiting when it is not. (The drive gives the lease back as it ends.)
+            if self._lease is None:
+                self._lease = await self._services.lease(self._instance)
             await self._reload()
         while True:
             if self._runnable():
