@@ -1952,14 +1952,14 @@ class AgentRun(Generic[T]):
         name = tool.name
         approved = job.approved
         # `_tool_context(job.call, tool, approved=approved)`, without the call around it (one per tool call)
-        context = _tools().ToolContext(
-            capabilities=self._caps,
-            working_directory=self._workdir,
-            instance_id=self._instance.id,
-            call_id=job.call.id,
-            tool_name=name,
-            runtime=self._runtime,
-            extra=self._tool_extra(tool, approved) if approved or name in _AGENT_TOOLS else None,
+        context = _call_context()(
+            self._caps,
+            self._workdir,
+            self._instance.id,
+            job.call.id,
+            name,
+            self._runtime,
+            self._tool_extra(tool, approved) if approved or name in _AGENT_TOOLS else None,
         )
         started = time.perf_counter()
         token = INSIDE_RUN.set(self._instance.id)
@@ -2788,6 +2788,12 @@ def _tools() -> Any:
     import onellm.tools
 
     return onellm.tools
+
+
+@functools.cache
+def _call_context() -> Any:
+    """`ToolContext._for_call`, imported on first use."""
+    return _tools().ToolContext._for_call
 
 
 _SCALARS = frozenset({str, int, float, bool})
