@@ -1501,6 +1501,7 @@ class AgentRun(Generic[T]):
     async def _model_turn(self, turn: Message) -> AskResult[Any]:
         """One model call, with the hooks around it and `Runtime.agent_retry` for transient failures."""
         model_call = _runtime().ModelCall
+        make_call = model_call.__init__
         services = self._services
         setup = self._setup
         assert setup is not None
@@ -1515,7 +1516,11 @@ class AgentRun(Generic[T]):
             raise _Cancelled
         attempt = 0
         while True:
-            call = model_call(
+            # `model_call(...)`, its `__init__` called itself: a class call hands keywords to a Python `__init__` in a
+            # new dict (Python 3.11), a function call by name
+            call = _new_object(model_call)
+            make_call(
+                call,
                 self._turn_services_made or self._turn_services,
                 self._model,
                 self._provider,
@@ -2795,6 +2800,8 @@ def _call_context() -> Any:
     """`ToolContext._for_call`, imported on first use."""
     return _tools().ToolContext._for_call
 
+
+_new_object = object.__new__
 
 _SCALARS = frozenset({str, int, float, bool})
 
