@@ -247,7 +247,8 @@ async def test_a_handle_that_saw_a_call_held_reads_it_again_under_the_lease_not_
             gate.open.set()
 
         assert await outcomes(lambda: deciding.approve("d"), ask_meanwhile) == [None, None]
-        assert len(seen) == 1 and isinstance(seen[0], InstanceLockedError), seen
+        assert len(seen) == 1, seen
+        assert isinstance(seen[0], InstanceLockedError), seen
         assert instance_id in str(seen[0])
         h.script(done("over"))
         assert (await run.result()).stop_reason is StopReason.COMPLETED

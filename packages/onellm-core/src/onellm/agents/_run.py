@@ -1501,6 +1501,7 @@ class AgentRun(Generic[T]):
     async def _model_turn(self, turn: Message) -> AskResult[Any]:
         """One model call, with the hooks around it and `Runtime.agent_retry` for transient failures."""
         model_call = _runtime().ModelCall
+        make_call = model_call.__init__
         services = self._services
         setup = self._setup
         assert setup is not None
@@ -1515,7 +1516,11 @@ class AgentRun(Generic[T]):
             raise _Cancelled
         attempt = 0
         while True:
-            call = model_call(
+            # `model_call(...)`, its `__init__` called itself: a class call hands keywords to a Python `__init__` in a
+            # new dict (Python 3.11), a function call by name
+            call = _new_object(model_call)
+            make_call(
+                call,
                 self._turn_services_made or self._turn_services,
                 self._model,
                 self._provider,
@@ -1952,14 +1957,14 @@ class AgentRun(Generic[T]):
         name = tool.name
         approved = job.approved
         # `_tool_context(job.call, tool, approved=approved)`, without the call around it (one per tool call)
-        context = _tools().ToolContext(
-            capabilities=self._caps,
-            working_directory=self._workdir,
-            instance_id=self._instance.id,
-            call_id=job.call.id,
-            tool_name=name,
-            runtime=self._runtime,
-            extra=self._tool_extra(tool, approved) if approved or name in _AGENT_TOOLS else None,
+        context = _call_context()(
+            self._caps,
+            self._workdir,
+            self._instance.id,
+            job.call.id,
+            name,
+            self._runtime,
+            self._tool_extra(tool, approved) if approved or name in _AGENT_TOOLS else None,
         )
         started = time.perf_counter()
         token = INSIDE_RUN.set(self._instance.id)
@@ -2789,6 +2794,14 @@ def _tools() -> Any:
 
     return onellm.tools
 
+
+@functools.cache
+def _call_context() -> Any:
+    """`ToolContext._for_call`, imported on first use."""
+    return _tools().ToolContext._for_call
+
+
+_new_object = object.__new__
 
 _SCALARS = frozenset({str, int, float, bool})
 
