@@ -1516,8 +1516,8 @@ class AgentRun(Generic[T]):
             raise _Cancelled
         attempt = 0
         while True:
-            # `model_call(...)`, its `__init__` called itself: a class call hands keywords to a Python `__init__` in a
-            # new dict (Python 3.11), a function call by name
+            # `model_call(...)`, its `__init__` called directly: a class call hands keywords to a Python `__init__` in
+            # a new dict (Python 3.11), a direct call binds them without one.
             call = _new_object(model_call)
             make_call(
                 call,
