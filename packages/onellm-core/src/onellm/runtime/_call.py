@@ -342,8 +342,9 @@ class ModelCall:
                     warnings.extend(w for w in response.warnings if w not in warnings)
                 if cost.warnings:
                     warnings.extend(cost.warnings)
-                if self.span is not None:
-                    self.span.succeed(
+                span = self.span
+                if span is not None and span.observed:  # without an SDK configured the details go nowhere
+                    span.succeed(
                         response_model=response.model or self.model.name,
                         response_id=response.id,
                         finish_reason=response.provider_finish_reason,
@@ -569,7 +570,13 @@ def kept_calls(calls: Sequence[ToolCall]) -> list[ToolCall]:
     out: list[ToolCall] = []
     for call in calls:
         fresh = not call.id or call.id in seen
-        deep = bool(call.inputs) and _deeper_than(call.inputs, MAX_INPUT_DEPTH)
+        inputs = call.inputs
+        # The usual arguments, one object of plain values, are seen flat at once, without the walk.
+        deep = (
+            bool(inputs)
+            and not (type(inputs) is dict and _FLAT.issuperset(map(type, inputs.values())))
+            and _deeper_than(inputs, MAX_INPUT_DEPTH)
+        )
         if fresh or deep:
             call = call.__copy__()
             if fresh:
@@ -608,6 +615,8 @@ def _deeper_than(value: Any, limit: int) -> bool:
 
 
 _NESTING = (dict, list)
+_FLAT = frozenset({str, int, float, bool, type(None), Decimal})
+"""Types of argument values that nest nothing."""
 
 
 def _raw_body(data: bytes, raw: RawExchange) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from opentelemetry import metrics, trace
 from opentelemetry import trace as _trace_api
@@ -76,6 +76,9 @@ class ModelCallSpan:
 
     __slots__ = ("_attributes", "_ended", "_span", "_start")
 
+    observed: ClassVar[bool] = True
+    """What `succeed` is given is recorded (False for the shared object a call gets while no SDK is configured)."""
+
     def __init__(self, operation: str, provider: str, request_model: str) -> None:
         inst = _instruments()
         self._attributes: dict[str, Any] = {
@@ -144,6 +147,8 @@ class _Unobserved:
     """What a model call gets while no OpenTelemetry SDK is configured: nothing to record."""
 
     __slots__ = ()
+
+    observed: ClassVar[bool] = False
 
     def succeed(
         self, *, response_model: str | None, response_id: str | None, finish_reason: str | None, usage: Usage | None

@@ -24,8 +24,9 @@ import dataclasses
 import hashlib
 import math
 import operator
+import types
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Generator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -389,14 +390,21 @@ class ScriptedProvider:
 
 
 def _checkpoint() -> Awaitable[None]:
-    """`anyio.lowlevel.checkpoint()`: under a running asyncio loop the `asyncio.sleep(0)` anyio's asyncio backend
-    awaits for it (other tasks run, a cancellation is seen), without asking anyio which library runs (every answer
-    waits here); anything else (trio) goes through anyio."""
+    """`anyio.lowlevel.checkpoint()`: under a running asyncio loop the one bare yield of the `asyncio.sleep(0)`
+    anyio's asyncio backend awaits for it (other tasks run, a cancellation is seen), without asking anyio which
+    library runs (every answer waits here); anything else (trio) goes through anyio."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return anyio.lowlevel.checkpoint()
-    return asyncio.sleep(0)
+    return _yield()
+
+
+@types.coroutine
+def _yield() -> Generator[None, None, None]:
+    """What `asyncio.sleep(0)` awaits, without its coroutine around it: a bare yield, which the task running it takes
+    as "run me again on the loop's next pass"."""
+    yield
 
 
 def _named(usage: Usage, model: str | None) -> Usage:
