@@ -161,7 +161,8 @@ class ModelCall:
         # Assets already in the instance's asset store go back inline (a copy of the list either way: the instance's
         # grows). An agent's first turn has them there too: its prompts are stored as they are added.
         messages = inline_assets(services.store, instance, sent)
-        request = ChatRequest(model=name, messages=messages, system=system, profile=model.profile, **options)
+        # The first three fields by position: a keyword is matched by name against all twenty of them.
+        request = ChatRequest(name, messages, system, profile=model.profile, **options)
         self.request: ChatRequest = _adjust_request()(model, request)
         self.raw: RawExchange | None = None
         if raw_turns or services.llm_turn_logs:
