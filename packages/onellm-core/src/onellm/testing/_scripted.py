@@ -69,13 +69,13 @@ _decode = msgspec.json.Decoder().decode
 
 
 def _request_copier() -> Callable[[ChatRequest], ChatRequest]:
-    """`ChatRequest(request.model, request.messages, ...)`, every field in the order the constructor takes them: a
-    copy without `copy.copy`'s generic path. Written out from the class's fields (as `dataclasses` writes its
-    `__init__`), so a field added to the class is copied too, and each is read as a plain attribute, which costs less
-    than `operator.attrgetter`'s lookups."""
-    fields = ", ".join(f"request.{f.name}" for f in dataclasses.fields(ChatRequest))
-    namespace: dict[str, Any] = {"ChatRequest": ChatRequest}
-    exec(f"def copy_request(request):\n    return ChatRequest({fields})\n", namespace)
+    """A copy of a request, field by field, as `copy.copy` makes one (no `__init__` run again on values it has
+    already taken) without its generic path. Written out from the class's fields (as `dataclasses` writes its
+    `__init__`), so a field added to the class is copied too, and each is read and set as a plain attribute, which
+    costs less than `operator.attrgetter`'s lookups or a call with every field."""
+    body = "".join(f"    copy.{f.name} = request.{f.name}\n" for f in dataclasses.fields(ChatRequest))
+    namespace: dict[str, Any] = {"ChatRequest": ChatRequest, "new": object.__new__}
+    exec(f"def copy_request(request):\n    copy = new(ChatRequest)\n{body}    return copy\n", namespace)
     copier: Callable[[ChatRequest], ChatRequest] = namespace["copy_request"]
     return copier
 
