@@ -21,7 +21,6 @@ answer and the instance in memory. The lease is given back on every path.
 from __future__ import annotations
 
 import contextlib
-import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from decimal import Decimal
@@ -62,20 +61,27 @@ _FREE = Cost()
 _NO_OPTIONS: Mapping[str, Any] = {}
 
 
-@functools.cache
-def _start_model_call() -> Any:
+# Functions imported on first use and kept in a global (read every call: cheaper than a cached function's call).
+_start_model_call_function: Callable[..., Any] | None = None
+_adjust_request_function: Callable[..., Any] | None = None
+
+
+def _start_model_call() -> Callable[..., Any]:
     """`start_model_call`, imported on the first call sent."""
+    global _start_model_call_function
     from onellm.telemetry import start_model_call
 
+    _start_model_call_function = start_model_call
     return start_model_call
 
 
-@functools.cache
-def _adjust_request() -> Any:
+def _adjust_request() -> Callable[..., Any]:
     """`onellm.catalog.adjust.adjust_request`, imported on the first call (the catalog's adjuster is not needed to
     import the runtime)."""
+    global _adjust_request_function
     from onellm.catalog.adjust import adjust_request
 
+    _adjust_request_function = adjust_request
     return adjust_request
 
 
@@ -163,7 +169,7 @@ class ModelCall:
         messages = inline_assets(services.store, instance, sent)
         # The first three fields by position: a keyword is matched by name against all twenty of them.
         request = ChatRequest(name, messages, system, profile=model.profile, **options)
-        self.request: ChatRequest = _adjust_request()(model, request)
+        self.request: ChatRequest = (_adjust_request_function or _adjust_request())(model, request)
         self.raw: RawExchange | None = None
         if raw_turns or services.llm_turn_logs:
             from onellm.providers import RawExchange
@@ -228,7 +234,9 @@ class ModelCall:
         return None
 
     def _start_span(self) -> None:
-        self.span = _start_model_call()("chat", self.model.provider, self.requested_model)
+        self.span = (_start_model_call_function or _start_model_call())(
+            "chat", self.model.provider, self.requested_model
+        )
         self.started = time.perf_counter()
 
     # ----------------------------------------------------------------------------------------------------- whole
