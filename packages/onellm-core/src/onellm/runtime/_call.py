@@ -85,6 +85,15 @@ def _adjust_request() -> Callable[..., Any]:
     return adjust_request
 
 
+def _unpriced() -> Cost:
+    """The cost of an answer that reported no usage."""
+    return Cost.of(
+        (),
+        warnings=(CallWarning(kind="pricing", message="the provider reported no usage; the call is not priced"),),
+        priced=False,
+    )
+
+
 class ModelCall:
     """One model call inside an instance: the request, the spend hold, the lease, the span, and what happens to the
     instance and the records when the call succeeds, fails or is cancelled (see the module docstring).
@@ -304,21 +313,6 @@ class ModelCall:
             yield
 
     # --------------------------------------------------------------------------------------------------- outcomes
-    def _price(self, usage: Usage | None) -> Cost:
-        if usage is None:
-            return Cost.of(
-                (),
-                warnings=(
-                    CallWarning(kind="pricing", message="the provider reported no usage; the call is not priced"),
-                ),
-                priced=False,
-            )
-        model = self.model
-        # The call's time picks a `pricingPeriods` entry: without periods it cannot change the price, so the clock is
-        # not read.
-        at = self.services.clock.now() if model.entry._periods else None
-        return model.price(usage, service_tier=self.request.service_tier, at=at)
-
     async def _finish(self, response: ChatResponse, *, cached: bool = False) -> AskResult[Any]:
         """Price, settle, save and record a paid answer, all shielded from cancellation."""
         services = self.services
@@ -333,7 +327,14 @@ class ModelCall:
                 if cached:
                     cost = _FREE
                 else:
-                    cost = self._price(usage)
+                    if usage is None:
+                        cost = _unpriced()
+                    else:
+                        model = self.model
+                        # The call's time picks a `pricingPeriods` entry: without periods it cannot change the price,
+                        # so the clock is not read.
+                        at = services.clock.now() if model.entry._periods else None
+                        cost = model.price(usage, service_tier=self.request.service_tier, at=at)
                     if self.reservation is not None:
                         self.reservation.commit(cost.total if cost.priced else None)
                 turn = self.turn
