@@ -59,6 +59,7 @@ _UNSHIELDED = contextlib.nullcontext()
 _FREE = Cost()
 """The cost of a cached answer (frozen: one for all)."""
 _NO_OPTIONS: Mapping[str, Any] = {}
+_new_object = object.__new__
 
 
 # Functions imported on first use and kept in a global (read every call: cheaper than a cached function's call).
@@ -391,7 +392,11 @@ class ModelCall:
                     cache = services.cache
                     if cache is not None:
                         cache.put(self.key, response)
-                result: AskResult[Any] = AskResult(
+                # `AskResult(...)`, its `__init__` called directly: a class call hands keywords to a Python `__init__`
+                # in a new dict (Python 3.11), a direct call binds them without one.
+                result: AskResult[Any] = _new_object(AskResult)
+                AskResult.__init__(
+                    result,
                     text=text,
                     value=value,
                     usage=usage,
