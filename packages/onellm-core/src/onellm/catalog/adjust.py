@@ -79,27 +79,20 @@ def _media_counts(request: Any) -> tuple[int, int, int, int]:
     try:
         # Messages as the runtime builds them, read without defaults; text parts are passed over at a glance. The
         # first medium found has them all counted below.
-        # Empty lists (most of a turn's: an agent's tool turns have no user side) are passed over without
-        # iterating them.
+        # Messages with neither a user nor an assistant side (an agent's tool turns: most of its history) are passed
+        # over with one test.
         for message in request.messages or ():
-            parts = message.user
-            if parts:
-                for part in parts:
+            if message.user or message.assistant:
+                for part in message.user:
                     if type(part) is not text and getattr(part, "kind", None) in kinds:
                         return _media_counts_of(request)
-            parts = message.assistant
-            if parts:
-                for part in parts:
+                for part in message.assistant:
                     if type(part) is not text and getattr(part, "kind", None) in kinds:
                         return _media_counts_of(request)
-            calls = message.tool_calls
-            if calls:
-                for call in calls:
-                    result = call.result
-                    if result:
-                        for part in result:
-                            if type(part) is not text and getattr(part, "kind", None) in kinds:
-                                return _media_counts_of(request)
+            for call in message.tool_calls:
+                for part in call.result or ():
+                    if type(part) is not text and getattr(part, "kind", None) in kinds:
+                        return _media_counts_of(request)
     except (AttributeError, TypeError):  # something else shaped like a request
         return _media_counts_of(request)
     return _NO_MEDIA

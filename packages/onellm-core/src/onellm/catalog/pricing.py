@@ -11,7 +11,6 @@ batch, region and any named multiplier factor every line. Nothing is rounded.
 from __future__ import annotations
 
 import datetime as _dt
-import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Context, Decimal, Inexact, InvalidOperation
@@ -461,9 +460,15 @@ def _price_main(table: PriceTable, usage: Usage) -> Cost | None:
         plan = table._main_plan = _main_plan(table)
     lines = []
     total = _ZERO
-    # A plain `zip` over the four counters and their steps (both always have four): an argument to `zip` costs more
-    # than the loop.
-    for amount, step in zip(_MAIN_AMOUNTS(usage), plan):  # noqa: B905
+    # A plain `zip` over the four counters (in `_MAIN`'s order, each read as an attribute: `attrgetter` costs more)
+    # and their steps (both always have four): an argument to `zip` costs more than the loop.
+    amounts = (
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cache_creation_input_tokens,
+        usage.cache_read_input_tokens,
+    )
+    for amount, step in zip(amounts, plan):  # noqa: B905
         if not amount:
             continue
         if step is None:
@@ -506,10 +511,6 @@ _FUSED_LIMIT = 10**80
 """Amounts with fewer digits than this are made in one step (`_ADD_ZEROS` quantizes at 80 digits)."""
 _FUSED_FLOOR = -_FUSED_LIMIT
 _ADD = _EXACT.add
-_MAIN_AMOUNTS = operator.attrgetter(
-    "input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"
-)
-"""A usage's four main counters, in `_MAIN`'s order."""
 
 
 def _main_plan(table: PriceTable) -> tuple[_MainStep | None, ...]:

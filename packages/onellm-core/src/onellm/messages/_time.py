@@ -33,6 +33,8 @@ last second there is, which `from_datetime` then writes out each time) and its t
 
 _last_clock_second: tuple[int, str] = (0, "1970-01-01T00:00:00.")
 """The second `Timestamp._system_now` wrote last, counted from the Unix epoch, and its text up to the fraction."""
+_THREE_DIGITS = tuple(f"{n:03d}" for n in range(1000))
+"""0 to 999 written with three digits: a microsecond count is two of them (cheaper than formatting the number)."""
 
 
 class Timestamp:
@@ -160,13 +162,14 @@ class Timestamp:
         the `datetime`: the system clock read to the microsecond, floored as `datetime.now` floors it, the seventh
         fractional digit 0."""
         global _last_clock_second
-        seconds, micro = divmod(time.time_ns() // 1000, 1_000_000)
+        seconds, nanoseconds = divmod(time.time_ns(), 1_000_000_000)
+        micro = nanoseconds // 1000
         second, head = _last_clock_second
         if seconds != second:
             head = DateTime.fromtimestamp(seconds, UTC).isoformat()[:19] + "."
             _last_clock_second = (seconds, head)
         made = object.__new__(Timestamp)
-        made._text = f"{head}{str(10_000_000 + micro * 10)[1:]}Z"
+        made._text = f"{head}{_THREE_DIGITS[micro // 1000]}{_THREE_DIGITS[micro % 1000]}0Z"
         made._datetime = None
         made._ticks = -1
         return made

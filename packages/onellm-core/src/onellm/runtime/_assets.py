@@ -79,9 +79,8 @@ def _any_stored(messages: list[Message]) -> bool:
     """Whether any message's user side has an asset part to put back (`_stored`, written out: this looks at every
     message of every turn)."""
     for message in messages:
-        parts = message.user
-        if parts:  # most turns of an agent have no user side: passed over without iterating it
-            for p in parts:
+        if message.user:  # most turns of an agent have no user side: passed over with one test
+            for p in message.user:
                 if isinstance(p, AssetPart) and p.key and p.data is None:
                     return True
     return False

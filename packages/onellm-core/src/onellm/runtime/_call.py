@@ -21,7 +21,6 @@ answer and the instance in memory. The lease is given back on every path.
 from __future__ import annotations
 
 import contextlib
-import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from decimal import Decimal
@@ -60,23 +59,40 @@ _UNSHIELDED = contextlib.nullcontext()
 _FREE = Cost()
 """The cost of a cached answer (frozen: one for all)."""
 _NO_OPTIONS: Mapping[str, Any] = {}
+_new_object = object.__new__
 
 
-@functools.cache
-def _start_model_call() -> Any:
+# Functions imported on first use and kept in a global (read every call: cheaper than a cached function's call).
+_start_model_call_function: Callable[..., Any] | None = None
+_adjust_request_function: Callable[..., Any] | None = None
+
+
+def _start_model_call() -> Callable[..., Any]:
     """`start_model_call`, imported on the first call sent."""
+    global _start_model_call_function
     from onellm.telemetry import start_model_call
 
+    _start_model_call_function = start_model_call
     return start_model_call
 
 
-@functools.cache
-def _adjust_request() -> Any:
+def _adjust_request() -> Callable[..., Any]:
     """`onellm.catalog.adjust.adjust_request`, imported on the first call (the catalog's adjuster is not needed to
     import the runtime)."""
+    global _adjust_request_function
     from onellm.catalog.adjust import adjust_request
 
+    _adjust_request_function = adjust_request
     return adjust_request
+
+
+def _unpriced() -> Cost:
+    """The cost of an answer that reported no usage."""
+    return Cost.of(
+        (),
+        warnings=(CallWarning(kind="pricing", message="the provider reported no usage; the call is not priced"),),
+        priced=False,
+    )
 
 
 class ModelCall:
@@ -161,8 +177,9 @@ class ModelCall:
         # Assets already in the instance's asset store go back inline (a copy of the list either way: the instance's
         # grows). An agent's first turn has them there too: its prompts are stored as they are added.
         messages = inline_assets(services.store, instance, sent)
-        request = ChatRequest(model=name, messages=messages, system=system, profile=model.profile, **options)
-        self.request: ChatRequest = _adjust_request()(model, request)
+        # The first three fields by position: a keyword is matched by name against all twenty of them.
+        request = ChatRequest(name, messages, system, profile=model.profile, **options)
+        self.request: ChatRequest = (_adjust_request_function or _adjust_request())(model, request)
         self.raw: RawExchange | None = None
         if raw_turns or services.llm_turn_logs:
             from onellm.providers import RawExchange
@@ -227,7 +244,9 @@ class ModelCall:
         return None
 
     def _start_span(self) -> None:
-        self.span = _start_model_call()("chat", self.model.provider, self.requested_model)
+        self.span = (_start_model_call_function or _start_model_call())(
+            "chat", self.model.provider, self.requested_model
+        )
         self.started = time.perf_counter()
 
     # ----------------------------------------------------------------------------------------------------- whole
@@ -295,21 +314,6 @@ class ModelCall:
             yield
 
     # --------------------------------------------------------------------------------------------------- outcomes
-    def _price(self, usage: Usage | None) -> Cost:
-        if usage is None:
-            return Cost.of(
-                (),
-                warnings=(
-                    CallWarning(kind="pricing", message="the provider reported no usage; the call is not priced"),
-                ),
-                priced=False,
-            )
-        model = self.model
-        # The call's time picks a `pricingPeriods` entry: without periods it cannot change the price, so the clock is
-        # not read.
-        at = self.services.clock.now() if model.entry._periods else None
-        return model.price(usage, service_tier=self.request.service_tier, at=at)
-
     async def _finish(self, response: ChatResponse, *, cached: bool = False) -> AskResult[Any]:
         """Price, settle, save and record a paid answer, all shielded from cancellation."""
         services = self.services
@@ -324,7 +328,14 @@ class ModelCall:
                 if cached:
                     cost = _FREE
                 else:
-                    cost = self._price(usage)
+                    if usage is None:
+                        cost = _unpriced()
+                    else:
+                        model = self.model
+                        # The call's time picks a `pricingPeriods` entry: without periods it cannot change the price,
+                        # so the clock is not read.
+                        at = services.clock.now() if model.entry._periods else None
+                        cost = model.price(usage, service_tier=self.request.service_tier, at=at)
                     if self.reservation is not None:
                         self.reservation.commit(cost.total if cost.priced else None)
                 turn = self.turn
@@ -342,8 +353,9 @@ class ModelCall:
                     warnings.extend(w for w in response.warnings if w not in warnings)
                 if cost.warnings:
                     warnings.extend(cost.warnings)
-                if self.span is not None:
-                    self.span.succeed(
+                span = self.span
+                if span is not None and span.observed:  # without an SDK configured the details go nowhere
+                    span.succeed(
                         response_model=response.model or self.model.name,
                         response_id=response.id,
                         finish_reason=response.provider_finish_reason,
@@ -380,7 +392,11 @@ class ModelCall:
                     cache = services.cache
                     if cache is not None:
                         cache.put(self.key, response)
-                result: AskResult[Any] = AskResult(
+                # `AskResult(...)`, its `__init__` called directly: a class call hands keywords to a Python `__init__`
+                # in a new dict (Python 3.11), a direct call binds them without one.
+                result: AskResult[Any] = _new_object(AskResult)
+                AskResult.__init__(
+                    result,
                     text=text,
                     value=value,
                     usage=usage,
@@ -569,7 +585,13 @@ def kept_calls(calls: Sequence[ToolCall]) -> list[ToolCall]:
     out: list[ToolCall] = []
     for call in calls:
         fresh = not call.id or call.id in seen
-        deep = bool(call.inputs) and _deeper_than(call.inputs, MAX_INPUT_DEPTH)
+        inputs = call.inputs
+        # The usual arguments, one object of plain values, are seen flat at once, without the walk.
+        deep = (
+            bool(inputs)
+            and not (type(inputs) is dict and _FLAT.issuperset(map(type, inputs.values())))
+            and _deeper_than(inputs, MAX_INPUT_DEPTH)
+        )
         if fresh or deep:
             call = call.__copy__()
             if fresh:
@@ -608,6 +630,8 @@ def _deeper_than(value: Any, limit: int) -> bool:
 
 
 _NESTING = (dict, list)
+_FLAT = frozenset({str, int, float, bool, type(None), Decimal})
+"""Types of argument values that nest nothing."""
 
 
 def _raw_body(data: bytes, raw: RawExchange) -> Any:

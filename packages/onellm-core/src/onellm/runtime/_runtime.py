@@ -735,7 +735,8 @@ class _Services:
     @property
     def recording(self) -> bool:
         records = self._runtime.records
-        if type(records) is _record_sinks():  # read several times a turn: its list, without a `__len__` in Python
+        # Read several times a turn: its list, without a `__len__` in Python.
+        if type(records) is (_RecordSinks or _record_sinks()):
             return bool(records._sinks)
         return len(records) > 0
 
@@ -807,7 +808,7 @@ class _Services:
                 from onellm.runtime._assets import store_assets
 
                 store_assets(store, instance, instance.messages[-1])
-            if type(store) is _memory_store():
+            if type(store) is (_MemoryInstanceStore or _memory_store()):
                 # In memory, and no await: nothing can cut it short.
                 store.save_sync(instance)  # type: ignore[attr-defined]
                 return
@@ -835,17 +836,24 @@ class _SavingServices(_Services):
         self.save = save
 
 
-@functools.cache
+# Classes imported on first use and kept in a global (read every turn: cheaper than a cached function's call).
+_RecordSinks: type | None = None
+_MemoryInstanceStore: type | None = None
+
+
 def _record_sinks() -> type:
+    global _RecordSinks
     from onellm.records import RecordSinks
 
+    _RecordSinks = RecordSinks
     return RecordSinks
 
 
-@functools.cache
 def _memory_store() -> type:
+    global _MemoryInstanceStore
     from onellm.instances import MemoryInstanceStore
 
+    _MemoryInstanceStore = MemoryInstanceStore
     return MemoryInstanceStore
 
 

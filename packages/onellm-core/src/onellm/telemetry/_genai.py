@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from opentelemetry import metrics, trace
 from opentelemetry import trace as _trace_api
@@ -76,6 +76,9 @@ class ModelCallSpan:
 
     __slots__ = ("_attributes", "_ended", "_span", "_start")
 
+    observed: ClassVar[bool] = True
+    """What `succeed` is given is recorded (False for the shared object a call gets while no SDK is configured)."""
+
     def __init__(self, operation: str, provider: str, request_model: str) -> None:
         inst = _instruments()
         self._attributes: dict[str, Any] = {
@@ -145,6 +148,8 @@ class _Unobserved:
 
     __slots__ = ()
 
+    observed: ClassVar[bool] = False
+
     def succeed(
         self, *, response_model: str | None, response_id: str | None, finish_reason: str | None, usage: Usage | None
     ) -> None:
@@ -165,11 +170,11 @@ def start_model_call(operation: str, provider: str, request_model: str) -> CallO
     one check and returns a shared object that records nothing."""
     # Nothing is configured while no tracer or meter provider has been set, globally or through `configure` (a read
     # of the API's two globals; a provider named by an `OTEL_PYTHON_*_PROVIDER` variable counts as set).
-    if (
-        not (_INSTRUMENTS and _INSTRUMENTS[0].explicit)
-        and not _FROM_ENVIRONMENT
-        and getattr(_trace_api, "_TRACER_PROVIDER", False) is None
-        and getattr(_metrics_api, "_METER_PROVIDER", False) is None
-    ):
-        return _UNOBSERVED
+    if not (_INSTRUMENTS and _INSTRUMENTS[0].explicit) and not _FROM_ENVIRONMENT:
+        try:  # read as attributes (a `getattr` with a default costs more on every call)
+            unset = _trace_api._TRACER_PROVIDER is None and _metrics_api._METER_PROVIDER is None
+        except AttributeError:  # an API without these globals: taken as set
+            unset = False
+        if unset:
+            return _UNOBSERVED
     return ModelCallSpan(operation, provider, request_model)

@@ -23,9 +23,9 @@ import copy
 import dataclasses
 import hashlib
 import math
-import operator
+import types
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -66,8 +66,21 @@ __all__ = ["Pause", "ScriptStep", "ScriptedProvider", "ScriptedToolCall"]
 
 _ENCODER = msgspec.json.Encoder(decimal_format="number")
 _decode = msgspec.json.Decoder().decode
-_REQUEST_FIELDS = operator.attrgetter(*(f.name for f in dataclasses.fields(ChatRequest)))
-"""A request's fields in the order its constructor takes them: a copy without `copy.copy`'s generic path."""
+
+
+def _request_copier() -> Callable[[ChatRequest], ChatRequest]:
+    """A copy of a request, field by field, as `copy.copy` makes one (no `__init__` run again on values it has
+    already taken) without its generic path. Written out from the class's fields (as `dataclasses` writes its
+    `__init__`), so a field added to the class is copied too, and each is read and set as a plain attribute, which
+    costs less than `operator.attrgetter`'s lookups or a call with every field."""
+    body = "".join(f"    copy.{f.name} = request.{f.name}\n" for f in dataclasses.fields(ChatRequest))
+    namespace: dict[str, Any] = {"ChatRequest": ChatRequest, "new": object.__new__}
+    exec(f"def copy_request(request):\n    copy = new(ChatRequest)\n{body}    return copy\n", namespace)
+    copier: Callable[[ChatRequest], ChatRequest] = namespace["copy_request"]
+    return copier
+
+
+_copy_request = _request_copier()
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,7 +297,7 @@ class ScriptedProvider:
     def _take(self, request: ChatRequest) -> ScriptStep:
         """Keep a copy of the request (its message list too: the caller may add to it) and take the next step."""
         if type(request) is ChatRequest:
-            kept = ChatRequest(*_REQUEST_FIELDS(request))
+            kept = _copy_request(request)
         else:
             kept = copy.copy(request)
         kept.messages = list(request.messages)
@@ -389,14 +402,21 @@ class ScriptedProvider:
 
 
 def _checkpoint() -> Awaitable[None]:
-    """`anyio.lowlevel.checkpoint()`: under a running asyncio loop the `asyncio.sleep(0)` anyio's asyncio backend
-    awaits for it (other tasks run, a cancellation is seen), without asking anyio which library runs (every answer
-    waits here); anything else (trio) goes through anyio."""
+    """`anyio.lowlevel.checkpoint()`: under a running asyncio loop the one bare yield of the `asyncio.sleep(0)`
+    anyio's asyncio backend awaits for it (other tasks run, a cancellation is seen), without asking anyio which
+    library runs (every answer waits here); anything else (trio) goes through anyio."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return anyio.lowlevel.checkpoint()
-    return asyncio.sleep(0)
+    return _yield()
+
+
+@types.coroutine
+def _yield() -> Generator[None, None, None]:
+    """What `asyncio.sleep(0)` awaits, without its coroutine around it: a bare yield, which the task running it takes
+    as "run me again on the loop's next pass"."""
+    yield
 
 
 def _named(usage: Usage, model: str | None) -> Usage:
