@@ -83,7 +83,19 @@ class ToolContext:
         runtime: Any = None,
         extra: dict[str, Any] | None = None,
     ) -> None:
-        # `_for_call` sets the same fields (keep the two alike)
+        self._set(capabilities, working_directory, instance_id, call_id, tool_name, runtime, extra)
+
+    def _set(
+        self,
+        capabilities: Capabilities | None,
+        working_directory: Path | str | None,
+        instance_id: str | None,
+        call_id: str | None,
+        tool_name: str | None,
+        runtime: Any,
+        extra: dict[str, Any] | None,
+    ) -> None:
+        """`__init__`'s work, its arguments by position (`_for_call` makes a context with it)."""
         self._capabilities = capabilities
         self._cost_lines: list[CostLine] = []
         # A path is immutable: one of the exact type `Path()` makes is kept as it is (a run hands the same one to every
@@ -161,21 +173,10 @@ class ToolContext:
         runtime: Any,
         extra: dict[str, Any] | None,
     ) -> ToolContext:
-        """`ToolContext(...)` by position, for an agent run's tool calls (one per call): the fields set as `__init__`
-        sets them, without the class call's keyword binding and `__init__` dispatch."""
+        """`ToolContext(...)` by position, for an agent run's tool calls (one per call): without the class call's
+        keyword binding and `__init__` dispatch."""
         ctx: ToolContext = _new_object(ToolContext)
-        ctx._capabilities = capabilities
-        ctx._cost_lines = []
-        ctx._working_directory = (
-            working_directory
-            if type(working_directory) is _PATH_TYPE or working_directory is None
-            else Path(working_directory)
-        )
-        ctx.instance_id = instance_id
-        ctx.call_id = call_id
-        ctx.tool_name = tool_name
-        ctx.runtime = runtime
-        ctx.extra = extra if extra is not None else {}
+        ctx._set(capabilities, working_directory, instance_id, call_id, tool_name, runtime, extra)
         return ctx
 
 
