@@ -392,55 +392,75 @@ def _writable(message: Message) -> bool:
     if type(message) is not Message:
         return False
     # What every turn holds is looked at directly (its parts, its calls and their results, its usage and cost lines:
-    # a text part or a cost line with nothing more in it is passed over at once); any other model object by the
-    # fields of its class.
+    # a text part or a cost line with nothing more in it is passed over at once, and so are a call's arguments when
+    # they map text to scalars); any other model object by the fields of its class. Every message saved is looked at
+    # once, so each step here is paid once per turn (plain loops: `extend` over a generator costs more).
     models: list[Any] = []
     data: list[Any] = []
-    keep, push = data.append, models.append
     if message.extra:
-        keep(message.extra)
-    for parts in (message.user, message.assistant):
-        if parts:
-            for part in parts:
-                if type(part) is not TextPart or part.extra or part.annotations:
-                    push(part)
+        data.append(message.extra)
+    parts: list[Any] | None = message.user
+    if parts:
+        for part in parts:
+            if type(part) is not TextPart or part.extra or part.annotations:
+                models.append(part)  # noqa: PERF401
+    parts = message.assistant
+    if parts:
+        for part in parts:
+            if type(part) is not TextPart or part.extra or part.annotations:
+                models.append(part)  # noqa: PERF401
     for call in message.tool_calls:
         if type(call) is not ToolCall:
             return False
-        if call.inputs:
-            keep(call.inputs)
+        inputs = call.inputs
+        if inputs:
+            if type(inputs) is dict:
+                for key, value in inputs.items():
+                    if type(key) is not str or type(value) not in _PLAIN_LEAVES:
+                        data.append(inputs)  # `_plain` looks at it whole
+                        break
+            else:
+                data.append(inputs)
         if call.extra:
-            keep(call.extra)
-        if call.result:
-            for part in call.result:
+            data.append(call.extra)
+        parts = call.result
+        if parts:
+            for part in parts:
                 if type(part) is not TextPart or part.extra or part.annotations:
-                    push(part)
+                    models.append(part)  # noqa: PERF401
         if call.cost_lines:
             for line in call.cost_lines:
-                if (
-                    type(line) is not CostLine
-                    or line.extra
-                    or (line.as_of is not None and type(line.as_of) is not date)
-                ):
-                    push(line)
+                if type(line) is not CostLine or line.extra or type(line.as_of) not in _DATE_OR_NONE:
+                    models.append(line)  # noqa: PERF401
     usage = message.usage
     if usage is not None:
         if type(usage) is not Usage:
             return False
         if usage.extra:
-            keep(usage.extra)
+            data.append(usage.extra)
         if usage.counters:
-            keep(usage.counters)
+            data.append(usage.counters)
         for line in usage.cost_lines:
-            if type(line) is not CostLine or line.extra or (line.as_of is not None and type(line.as_of) is not date):
-                push(line)
+            if type(line) is not CostLine or line.extra or type(line.as_of) not in _DATE_OR_NONE:
+                models.append(line)  # noqa: PERF401
     if message.source is not None:
-        push(message.source)
+        models.append(message.source)
     if message.date_time is not None and type(message.date_time) is not Timestamp:
         return False
-    extend = models.extend
+    if models and not _models_writable(models, data):
+        return False
+    return not data or _plain(data)
+
+
+_DATE_OR_NONE = frozenset({date, type(None)})
+
+
+def _models_writable(models: list[Any], data: list[Any]) -> bool:
+    """The rest of `_writable`: each model object of `models` (used up) by the fields of its class, adding to `data`
+    the plain data they hold. False for an object that is not of a message model class, or holds a value of a type its
+    field does not declare."""
+    keep, push, extend, pop = data.append, models.append, models.extend, models.pop
     plans = _MODEL_FIELDS
-    pop = models.pop
     while models:
         obj = pop()
         kind = type(obj)
@@ -474,7 +494,7 @@ def _writable(message: Message) -> bool:
                 extend(item)  # model objects, each looked at in turn
             elif kind not in _TYPED_LEAVES:
                 push(item)
-    return not data or _plain(data)
+    return True
 
 
 _NO_LISTS: frozenset[str] = frozenset()
