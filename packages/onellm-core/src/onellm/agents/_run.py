@@ -1956,8 +1956,10 @@ class AgentRun(Generic[T]):
         tool = job.tool
         name = tool.name
         approved = job.approved
-        # `_tool_context(job.call, tool, approved=approved)`, without the call around it (one per tool call)
-        context = _call_context()(
+        # `_tool_context(job.call, tool, approved=approved)`, without the call around it (one per tool call), and its
+        # `ToolContext(...)` as `__init__`'s work by position, without the class call's keyword binding
+        context = _new_object(_ToolContext or _tool_context_type())
+        context._set(
             self._caps,
             self._workdir,
             self._instance.id,
@@ -2795,13 +2797,17 @@ def _tools() -> Any:
     return onellm.tools
 
 
-@functools.cache
-def _call_context() -> Any:
-    """`ToolContext._for_call`, imported on first use."""
-    return _tools().ToolContext._for_call
-
-
 _new_object = object.__new__
+
+# Imported on first use and kept in a global (read for every tool call: cheaper than a cached function's call).
+_ToolContext: Any = None
+
+
+def _tool_context_type() -> Any:
+    global _ToolContext
+    _ToolContext = _tools().ToolContext
+    return _ToolContext
+
 
 _SCALARS = frozenset({str, int, float, bool})
 

@@ -95,7 +95,8 @@ class ToolContext:
         runtime: Any,
         extra: dict[str, Any] | None,
     ) -> None:
-        """`__init__`'s work, its arguments by position (`_for_call` makes a context with it)."""
+        """`__init__`'s work, its arguments by position (an agent run makes the context of each of its tool calls with
+        it, on an object made without `__init__`)."""
         self._capabilities = capabilities
         self._cost_lines: list[CostLine] = []
         # A path is immutable: one of the exact type `Path()` makes is kept as it is (a run hands the same one to every
@@ -162,25 +163,6 @@ class ToolContext:
 
     def _lines_since(self, start: int) -> list[CostLine]:
         return self._cost_lines[start:]
-
-    @staticmethod
-    def _for_call(
-        capabilities: Capabilities | None,
-        working_directory: Path | None,
-        instance_id: str | None,
-        call_id: str | None,
-        tool_name: str | None,
-        runtime: Any,
-        extra: dict[str, Any] | None,
-    ) -> ToolContext:
-        """`ToolContext(...)` by position, for an agent run's tool calls (one per call): without the class call's
-        keyword binding and `__init__` dispatch."""
-        ctx: ToolContext = _new_object(ToolContext)
-        ctx._set(capabilities, working_directory, instance_id, call_id, tool_name, runtime, extra)
-        return ctx
-
-
-_new_object: Final = object.__new__
 
 
 @dataclasses.dataclass(slots=True)
