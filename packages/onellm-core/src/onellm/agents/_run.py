@@ -311,6 +311,8 @@ class AgentRun(Generic[T]):
         self._dirty = False
         self._stored = opening is None
         """The store holds a save of the instance (a new one is first saved with its first answer)."""
+        self._volatile = False
+        """The store of the segment running cannot outlive the process (`volatile`, see `_TurnServices`)."""
         self._iterations = 0
         self._turns = 0
         self._pending_records: list[tuple[str, Any]] = []
@@ -362,9 +364,7 @@ class AgentRun(Generic[T]):
         """How a turn's model call saves (see `_TurnServices`)."""
         if instance.state == "running" and instance.messages:
             last = instance.messages[-1]
-            if not last.tool_calls or (
-                self._stored and getattr(self._services.store, "volatile", False) is True and self._runs_now(last)
-            ):
+            if not last.tool_calls or (self._stored and self._volatile and self._runs_now(last)):
                 self._dirty = True
                 return
         await self._services.save(instance)
@@ -955,6 +955,8 @@ class AgentRun(Generic[T]):
             if not self._fresh:
                 await self._reload()
         self._current = True
+        # Read once a segment, not at every turn: the store it holds the lease of.
+        self._volatile = getattr(services.store, "volatile", False) is True
         inst = self._instance
         first = self._opening is not None
         if not first:
