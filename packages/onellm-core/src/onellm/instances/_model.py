@@ -808,7 +808,7 @@ class Instance:
         return (
             header if header is not None else _HEADER_VALUES(self),
             # The two header values of a type marshal does not take, as the text they are written as.
-            started.text if type(started) is Timestamp else started,
+            started._text if type(started) is Timestamp else started,  # `text`, without the property call
             type(started) is Timestamp,
             str(temperature) if type(temperature) is Decimal else temperature,
             type(temperature) is Decimal,
