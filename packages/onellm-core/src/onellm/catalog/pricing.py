@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from decimal import Context, Decimal, Inexact, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from onellm._public import publish as _publish
 from onellm.catalog._schema import KNOWN_PRICE_COUNTERS, to_decimal
 from onellm.messages import CallWarning, Cost, CostLine, at_price_scale
@@ -473,12 +475,13 @@ def _price_main(table: PriceTable, usage: Usage) -> Cost | None:
             continue
         if step is None:
             return None
-        counter, label, price, divisor, quantum, digits, shift = step
+        line, price, divisor, quantum, digits, shift = step
         # `_line` for a main counter: quantity × unit ÷ per (a power of ten), at the price's scale.
         if digits is not None and type(amount) is int and _FUSED_FLOOR < (whole := amount * digits) < _FUSED_LIMIT:
             # The same amount in one step: the unit's digits times the quantity, the point moved to the price's
-            # scale (nothing is rounded, and the quantize below would only have added zeros).
-            value = Decimal(whole).scaleb(shift, _EXACT)
+            # scale (nothing is rounded, and the quantize below would only have added zeros). The context's
+            # `scaleb` takes the integer as it is: one call, no decimal made of it first.
+            value = _SCALEB(whole, shift)
             # Zero plus an amount with no positive exponent is that amount, digit for digit.
             total = value if total is _ZERO else _ADD(total, value)
         else:
@@ -490,33 +493,26 @@ def _price_main(table: PriceTable, usage: Usage) -> Cost | None:
             else:
                 value = at_price_scale(value, amount, price.per, price.unit, _ONE)
             total = _EXACT.add(total, value)
-        lines.append(
-            CostLine(
-                counter=counter,
-                quantity=amount,
-                per=price.per,
-                unit_price=price.unit,
-                multiplier=_ONE,
-                amount=value,
-                label=label,
-                source=price.source,
-                as_of=price.as_of,
-            )
-        )
+        # The step's line with this call's quantity and amount (and an `extra` of its own): the other fields are
+        # the price's, the same on every call.
+        lines.append(_replace(line, quantity=amount, amount=value, extra={}))
     return Cost(lines=tuple(lines), total=total)
 
 
-_MainStep = tuple[str, str, "_Price", Decimal | None, Decimal | None, int | None, Decimal]
+_MainStep = tuple[CostLine, "_Price", Decimal | None, Decimal | None, int | None, Decimal]
 _FUSED_LIMIT = 10**80
 """Amounts with fewer digits than this are made in one step (`_ADD_ZEROS` quantizes at 80 digits)."""
 _FUSED_FLOOR = -_FUSED_LIMIT
 _ADD = _EXACT.add
+_SCALEB = _EXACT.scaleb
+_replace = msgspec.structs.replace
 
 
 def _main_plan(table: PriceTable) -> tuple[_MainStep | None, ...]:
-    """What `_price_main` needs of each main counter, in `_MAIN`'s order, worked out once per table: the counter, its
-    line's label, its price, the divisor (None for a `per` of 1) and the quantum of its amounts (`at_price_scale`'s,
-    None when it leaves amounts as they are); None for a counter the fast path cannot price."""
+    """What `_price_main` needs of each main counter, in `_MAIN`'s order, worked out once per table: its line with
+    no quantity yet (the counter, the label, the price's fields), its price, the divisor (None for a `per` of 1) and
+    the quantum of its amounts (`at_price_scale`'s, None when it leaves amounts as they are); None for a counter the
+    fast path cannot price."""
     plan: list[_MainStep | None] = []
     for counter in _MAIN:
         price = table.price_of(counter, _NO_QUALIFIERS)
@@ -535,7 +531,18 @@ def _main_plan(table: PriceTable) -> tuple[_MainStep | None, ...]:
         if quantum is not None and not sign and isinstance(exponent, int):
             digits = int("".join(map(str, unit_digits)) or "0") * 10 ** max(exponent, 0)
         # The shift as a decimal: `scaleb` would make one of an int on every call.
-        plan.append((counter, price.label or _LABELS[counter], price, divisor, quantum, digits, Decimal(-places)))
+        line = CostLine(
+            counter=counter,
+            quantity=0,
+            per=price.per,
+            unit_price=price.unit,
+            multiplier=_ONE,
+            amount=_ZERO,
+            label=price.label or _LABELS[counter],
+            source=price.source,
+            as_of=price.as_of,
+        )
+        plan.append((line, price, divisor, quantum, digits, Decimal(-places)))
     return tuple(plan)
 
 
