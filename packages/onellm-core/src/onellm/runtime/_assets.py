@@ -75,7 +75,7 @@ def _stored(part: Any) -> TypeGuard[AssetPart]:
     return isinstance(part, AssetPart) and bool(part.key) and part.data is None
 
 
-def _any_stored(messages: list[Message]) -> bool:
+def _any_stored(messages: Sequence[Message]) -> bool:
     """Whether any message's user side has an asset part to put back (`_stored`, written out: this looks at every
     message of every turn)."""
     for message in messages:

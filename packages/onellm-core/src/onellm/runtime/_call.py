@@ -33,7 +33,7 @@ from onellm._public import publish as _publish
 from onellm.errors import MalformedResponseError, RunCancelledError, StorageError
 from onellm.messages import CallWarning, Cost, Message, MessageAccumulator, StreamEvent, TextDelta, Usage
 from onellm.providers import ChatRequest, ChatResponse, collecting_lazily, response_from
-from onellm.runtime._assets import inline_assets
+from onellm.runtime._assets import _any_stored, inline_assets
 from onellm.runtime._cache import cache_key
 from onellm.runtime._output import parse_output, response_format_for
 from onellm.runtime._results import AskResult
@@ -186,8 +186,9 @@ class ModelCall:
             options = {**options, "response_format": response_format_for(output)}
         sent = history if history is not None else instance.messages
         # Assets already in the instance's asset store go back inline (a copy of the list either way: the instance's
-        # grows). An agent's first turn has them there too: its prompts are stored as they are added.
-        messages = inline_assets(services.store, instance, sent)
+        # grows). An agent's first turn has them there too: its prompts are stored as they are added. Most histories
+        # have none, seen here without asking the services for their store.
+        messages = inline_assets(services.store, instance, sent) if _any_stored(sent) else list(sent)
         # The first three fields by position: a keyword is matched by name against all twenty of them.
         request = ChatRequest(name, messages, system, profile=model.profile, **options)
         self.request: ChatRequest = (_adjust_request_function or _adjust_request())(model, request)
