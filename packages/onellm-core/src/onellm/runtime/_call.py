@@ -595,17 +595,24 @@ def kept_calls(calls: Sequence[ToolCall]) -> list[ToolCall]:
     deeper than `MAX_INPUT_DEPTH` are kept as their JSON text in `invalid_inputs`, as arguments that are not an object
     are, so the model reads an error result. A changed call is a copy; the answer's own is left as it was.
     """
-    seen: set[str] = set()
+    seen: set[str] | None = None  # the ids of the calls before, made at the second call (most answers make one)
     out: list[ToolCall] = []
     for call in calls:
-        fresh = not call.id or call.id in seen
+        if out and seen is None:
+            seen = {out[0].id}  # type: ignore[arg-type]  # every call in `out` has an id
+        fresh = not call.id or (seen is not None and call.id in seen)
         inputs = call.inputs
-        # The usual arguments, one object of plain values, are seen flat at once, without the walk.
-        deep = (
-            bool(inputs)
-            and not (type(inputs) is dict and _FLAT.issuperset(map(type, inputs.values())))
-            and _deeper_than(inputs, MAX_INPUT_DEPTH)
-        )
+        deep = False
+        if inputs:
+            if type(inputs) is dict:
+                # The usual arguments, one object of plain values, are seen flat in one look at each value (a plain
+                # loop: a set made of their types costs more), without the walk.
+                for value in inputs.values():
+                    if type(value) not in _FLAT:
+                        deep = _deeper_than(inputs, MAX_INPUT_DEPTH)
+                        break
+            else:
+                deep = _deeper_than(inputs, MAX_INPUT_DEPTH)
         if fresh or deep:
             call = call.__copy__()
             if fresh:
@@ -615,7 +622,8 @@ def kept_calls(calls: Sequence[ToolCall]) -> list[ToolCall]:
             if deep:
                 call.invalid_inputs = msgspec.json.encode(call.inputs).decode()
                 call.inputs = {}
-        seen.add(call.id)  # type: ignore[arg-type]  # set just above when it was None
+        if seen is not None:
+            seen.add(call.id)  # type: ignore[arg-type]  # set just above when it was None
         out.append(call)
     return out
 
