@@ -1582,11 +1582,6 @@ class AgentRun(Generic[T]):
             raise _Cancelled
         attempt = 0
         while True:
-            system = inst.system_prompt
-            if system is not None:
-                metadata = inst.metadata
-                if "{{" in system or metadata is None or metadata.get("renderedSystemPrompt") != system:
-                    system = self._system()  # a template, or not yet kept as rendered (a plain one, kept: itself)
             # `model_call(...)`, its `__init__` called directly: a class call hands keywords to a Python `__init__` in
             # a new dict (Python 3.11), a direct call binds them without one.
             call = _new_object(model_call)
@@ -1597,7 +1592,7 @@ class AgentRun(Generic[T]):
                 self._provider,
                 inst,
                 turn,
-                system=system,
+                system=self._system(),
                 settings=setup.settings,
                 final_state="running",
                 requested_model=inst.requested_model or inst.model,

@@ -473,7 +473,7 @@ def _models_writable(models: list[Any], data: list[Any]) -> bool:
         if kind is CostLine:
             if obj.extra:
                 keep(obj.extra)
-            if obj.as_of is not None and type(obj.as_of) is not date:
+            if type(obj.as_of) not in _DATE_OR_NONE:
                 return False
             continue
         plan = plans.get(kind)

@@ -65,7 +65,6 @@ _new_object = object.__new__
 # Functions imported on first use and kept in a global (read every call: cheaper than a cached function's call).
 _start_model_call_function: Callable[..., Any] | None = None
 _adjust_request_function: Callable[..., Any] | None = None
-_price_call_function: Callable[..., Cost] | None = None
 
 
 def _start_model_call() -> Callable[..., Any]:
@@ -85,16 +84,6 @@ def _adjust_request() -> Callable[..., Any]:
 
     _adjust_request_function = adjust_request
     return adjust_request
-
-
-def _price_call() -> Callable[..., Cost]:
-    """`ResolvedModel.price` for a model call (its usage, service tier and time, every other option at its default),
-    imported on the first call priced."""
-    global _price_call_function
-    from onellm.catalog.pricing import _price_call
-
-    _price_call_function = _price_call
-    return _price_call
 
 
 def _unpriced() -> Cost:
@@ -347,9 +336,7 @@ class ModelCall:
                         # The call's time picks a `pricingPeriods` entry: without periods it cannot change the price,
                         # so the clock is not read.
                         at = services.clock.now() if model.entry._periods else None
-                        # `model.price(usage, service_tier=..., at=at)`, without its check of the options a call
-                        # leaves at their defaults.
-                        cost = (_price_call_function or _price_call())(model, usage, self.request.service_tier, at)
+                        cost = model.price(usage, service_tier=self.request.service_tier, at=at)
                     if self.reservation is not None:
                         self.reservation.commit(cost.total if cost.priced else None)
                 turn = self.turn
